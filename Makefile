@@ -1,0 +1,40 @@
+# The two commands of the README: `make demo` and `make test`. Both set up .venv on first use.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test test-slow lint format bench clean
+
+setup: $(STAMP)
+
+# torch is pinned to the CPU wheel first: an unpinned torch would pull a multi-GB CUDA build.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e ".[test]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/python examples/demo.py
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+test: lint
+	$(BIN)/python -m pytest -q
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -m slow
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/trainer_overhead.py
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache

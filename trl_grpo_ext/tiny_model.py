@@ -1,0 +1,100 @@
+"""A tiny causal LM and character-level tokenizer built locally, with no download.
+
+Tests, the demo and the benchmarks use it so that nothing depends on the Hugging Face Hub. It is saved to a folder
+and loaded back through the ordinary `from_pretrained` path, so `model.config._name_or_path` points at real files
+(stock TRL reloads the reference model from there).
+"""
+
+from __future__ import annotations
+
+import os
+import string
+from pathlib import Path
+
+SPECIAL_TOKENS = ["<|pad|>", "<|bos|>", "<|eos|>", "<|im_start|>", "<|im_end|>", "<|unk|>"]
+CHARACTERS = list(string.printable.replace("\x0b", "").replace("\x0c", ""))
+
+CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+DEFAULT_CACHE = Path(os.environ.get("TRL_GRPO_EXT_CACHE", Path.home() / ".cache" / "trl_grpo_ext"))
+
+
+def build_tokenizer():
+    """A character-level `PreTrainedTokenizerFast` with pad/eos tokens and a ChatML-style chat template."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    vocab = {tok: i for i, tok in enumerate(SPECIAL_TOKENS + CHARACTERS)}
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<|unk|>"))
+    # Split into single characters, keeping spaces and newlines as tokens of their own.
+    backend.pre_tokenizer = pre_tokenizers.Split(pattern="", behavior="isolated")
+    backend.decoder = decoders.Fuse()
+    backend.add_special_tokens(SPECIAL_TOKENS)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend,
+        pad_token="<|pad|>",
+        bos_token="<|bos|>",
+        eos_token="<|im_end|>",
+        unk_token="<|unk|>",
+        additional_special_tokens=["<|im_start|>", "<|eos|>"],
+    )
+    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.padding_side = "left"
+    return tokenizer
+
+
+def build_tiny_model(
+    num_layers: int = 2, hidden_size: int = 64, num_heads: int = 4, max_positions: int = 512, seed: int = 0
+):
+    """A randomly initialised Llama-architecture causal LM sized to the character vocabulary. Returns (model, tokenizer)."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    tokenizer = build_tokenizer()
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        intermediate_size=hidden_size * 4,
+        num_hidden_layers=num_layers,
+        num_attention_heads=num_heads,
+        num_key_value_heads=num_heads,
+        max_position_embeddings=max_positions,
+        tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(config)
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    return model, tokenizer
+
+
+def tiny_model_path(path: str | os.PathLike | None = None, **kwargs) -> str:
+    """Build the tiny model once, save it with its tokenizer, and return the folder for `from_pretrained`.
+
+    The folder name encodes the sizes, so differently sized models never share a folder.
+    """
+    if path is None:
+        suffix = "-".join(f"{k}{v}" for k, v in sorted(kwargs.items())) or "default"
+        path = DEFAULT_CACHE / f"tiny-llama-{suffix}"
+    path = Path(path)
+    if not (path / "config.json").exists() or not (path / "tokenizer.json").exists():
+        model, tokenizer = build_tiny_model(**kwargs)
+        tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        tmp.mkdir(parents=True, exist_ok=True)
+        try:
+            os.replace(tmp, path)
+        except OSError:  # another process saved it first
+            import shutil
+
+            shutil.rmtree(tmp, ignore_errors=True)
+    return str(path)
