@@ -1,0 +1,32 @@
+"""`trl-grpo-ext` command line. Each subcommand lives in its own module exposing `add_arguments(parser)` and
+`run(args) -> int`; this file only dispatches, importing the module (and so torch/trl) when the subcommand runs."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# name -> (module, one-line help)
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "list": ("trl_grpo_ext.commands.list_plugins", "List registered advantage estimators, KL estimators and verifiers."),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="trl-grpo-ext", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (module_name, help_text) in SUBCOMMANDS.items():
+        module = importlib.import_module(module_name)
+        module.add_arguments(sub.add_parser(name, help=help_text, description=help_text))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    module = importlib.import_module(SUBCOMMANDS[args.command][0])
+    return module.run(args) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
