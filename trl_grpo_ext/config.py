@@ -1,0 +1,217 @@
+"""`GRPOExtConfig`: TRL's `GRPOConfig` plus the choice of advantage and KL estimators.
+
+With every new field at its default, the trainer computes exactly what stock `GRPOTrainer` computes.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+
+from trl import GRPOConfig
+
+from .advantages import (
+    UNSCALED_ESTIMATORS,
+    estimator_parameters,
+    list_advantage_estimators,
+    validate_advantage_estimator,
+)
+from .kl import validate_kl_estimator
+
+KL_PLACEMENTS = ("loss", "reward")
+ADVANTAGE_STD_CHOICES = ("unbiased", "biased")
+# Stock's `scale_rewards` options and the estimator that computes the same advantages.
+SCALE_REWARDS_ESTIMATORS = {"group": "grpo", "batch": "batch_std", "none": "dr_grpo"}
+# Estimators whose gradient is k2's: multiplying them by the importance ratio changes that gradient.
+K2_GRADIENT_ESTIMATORS = ("k2", "k1+", "k3+", "abs+", "low_var_kl+")
+
+
+def bf16_supported() -> bool:
+    """Whether TrainingArguments would accept bf16=True on this machine without `use_cpu`."""
+    from transformers.utils import is_torch_bf16_gpu_available, is_torch_xla_available
+
+    return is_torch_bf16_gpu_available() or is_torch_xla_available()
+
+
+@dataclass
+class GRPOExtConfig(GRPOConfig):
+    r"""
+    Configuration for [`GRPOExtTrainer`]: every [`trl.GRPOConfig`] field, plus the fields below.
+
+    > Parameters that differ from `GRPOConfig`:
+    >
+    > - `bf16`: defaults to `True` only where bf16 is supported (stock fails on a machine without it).
+
+    Advantage estimation:
+        advantage_estimator (`str`, defaults to `"grpo"`): registered estimator (see `list_advantage_estimators()`).
+        advantage_epsilon (`float`, defaults to `1e-4`): added to denominators (TRL 1e-4, verl 1e-6).
+        advantage_std (`str`, defaults to `"unbiased"`): Bessel-corrected standard deviations (as TRL) or `"biased"`.
+        pass_at_k (`int`, defaults to `1`): the k of `advantage_estimator="pass_at_k"`.
+
+    KL regularisation (active when `beta > 0`):
+        kl_estimator (`str`, defaults to `"k3"`): registered estimator (see `list_kl_estimators()`).
+        kl_placement (`str`, defaults to `"loss"`): `"loss"` adds beta * KL to the loss; `"reward"` subtracts
+            beta * (sequence sum of the per-token KL at rollout time) from the rewards before the advantage.
+        kl_clamp (`float` or `None`): bound the per-token KL value to [-kl_clamp, kl_clamp].
+        kl_target (`float` or `None`): when set, beta adapts to keep the per-sequence KL near this target
+            (Ziegler et al. 2019): beta *= 1 + clip(KL / target - 1, -0.2, 0.2) * n / kl_horizon.
+        kl_horizon (`int`, defaults to `10000`): horizon of the adaptive controller, in completions.
+    """
+
+    advantage_estimator: str = field(
+        default="grpo",
+        metadata={"help": "Advantage estimator: " + ", ".join(list_advantage_estimators()) + "."},
+    )
+    advantage_epsilon: float = field(
+        default=1e-4, metadata={"help": "Epsilon added to the denominators of the advantage (TRL uses 1e-4)."}
+    )
+    advantage_std: str = field(
+        default="unbiased",
+        metadata={"help": "Standard deviation of the advantage: 'unbiased' (Bessel, as TRL) or 'biased'."},
+    )
+    pass_at_k: int = field(default=1, metadata={"help": "k of advantage_estimator='pass_at_k'."})
+    kl_estimator: str = field(
+        default="k3",
+        metadata={"help": "KL estimator: k1, k2, k3, abs, low_var_kl, their '+' variants, or a registered one."},
+    )
+    kl_placement: str = field(
+        default="loss",
+        metadata={
+            "help": "Where the KL penalty goes: 'loss' (per token, as TRL) or 'reward' (sequence sum, PPO style)."
+        },
+    )
+    kl_clamp: float | None = field(
+        default=None, metadata={"help": "Clamp the per-token KL value to [-kl_clamp, kl_clamp]. None: no clamp."}
+    )
+    kl_target: float | None = field(
+        default=None,
+        metadata={
+            "help": "Target per-sequence KL of the adaptive coefficient (Ziegler et al.). None: beta stays fixed."
+        },
+    )
+    kl_horizon: int = field(
+        default=10000, metadata={"help": "Horizon of the adaptive KL coefficient, in completions."}
+    )
+
+    def __post_init__(self):
+        if self.bf16 is None and not self.fp16 and not self.use_cpu and not bf16_supported():
+            self.bf16 = False
+        super().__post_init__()
+        self._map_scale_rewards()
+        self._validate_advantage_settings()
+        self._validate_kl_settings()
+
+    @property
+    def uses_stock_kl(self) -> bool:
+        """True when the loss's KL term is stock's k3, unmodified: the trainer then delegates it to TRL."""
+        return (
+            self.kl_estimator == "k3"
+            and self.kl_placement == "loss"
+            and self.kl_clamp is None
+            and self.kl_target is None
+        )
+
+    def _map_scale_rewards(self) -> None:
+        # A stock config that sets scale_rewards keeps its meaning: it selects the matching estimator.
+        if self.scale_rewards not in SCALE_REWARDS_ESTIMATORS:
+            return  # stock's own validation reports it
+        if self.advantage_estimator == "grpo":
+            self.advantage_estimator = SCALE_REWARDS_ESTIMATORS[self.scale_rewards]
+        elif SCALE_REWARDS_ESTIMATORS[self.scale_rewards] not in ("grpo", self.advantage_estimator):
+            raise ValueError(
+                f"scale_rewards={self.scale_rewards!r} contradicts advantage_estimator={self.advantage_estimator!r}: "
+                f"the estimator decides the scaling. Leave scale_rewards at 'group', or use advantage_estimator="
+                f"{SCALE_REWARDS_ESTIMATORS[self.scale_rewards]!r} for stock's scale_rewards={self.scale_rewards!r}."
+            )
+
+    def _validate_advantage_settings(self) -> None:
+        validate_advantage_estimator("advantage_estimator", self.advantage_estimator)
+        if self.advantage_std not in ADVANTAGE_STD_CHOICES:
+            raise ValueError(
+                f"advantage_std={self.advantage_std!r} is not valid. Valid choices: {', '.join(ADVANTAGE_STD_CHOICES)}."
+            )
+        if self.advantage_epsilon < 0:
+            raise ValueError(f"advantage_epsilon={self.advantage_epsilon} must be >= 0.")
+        declared = estimator_parameters(self.advantage_estimator)
+        ignored = [
+            name
+            for name, is_set, param in [
+                ("advantage_std", self.advantage_std != "unbiased", "unbiased_std"),
+                ("pass_at_k", self.pass_at_k != 1, "k"),
+            ]
+            if is_set and param not in declared
+        ]
+        if ignored:
+            raise ValueError(
+                f"{', '.join(ignored)} would be ignored: advantage_estimator={self.advantage_estimator!r} does not use it. "
+                "Leave it at its default or pick an estimator that does."
+            )
+        if self.advantage_estimator == "pass_at_k" and not 1 <= self.pass_at_k <= self.num_generations:
+            raise ValueError(
+                f"pass_at_k={self.pass_at_k} must be between 1 and num_generations={self.num_generations}."
+            )
+        if self.multi_objective_aggregation == "normalize_then_sum" and self.advantage_estimator != "grpo":
+            raise ValueError(
+                f"multi_objective_aggregation='normalize_then_sum' computes its own advantages and would ignore "
+                f"advantage_estimator={self.advantage_estimator!r}. Use 'sum_then_normalize' with this estimator."
+            )
+
+    def _validate_kl_settings(self) -> None:
+        validate_kl_estimator("kl_estimator", self.kl_estimator)
+        if self.kl_placement not in KL_PLACEMENTS:
+            raise ValueError(
+                f"kl_placement={self.kl_placement!r} is not valid. Valid choices: {', '.join(KL_PLACEMENTS)}."
+            )
+        if self.kl_clamp is not None and self.kl_clamp <= 0:
+            raise ValueError(f"kl_clamp={self.kl_clamp} must be positive, or None for no clamp.")
+        if self.kl_target is not None and (self.kl_target <= 0 or self.kl_horizon <= 0):
+            raise ValueError(f"kl_target={self.kl_target} and kl_horizon={self.kl_horizon} must both be positive.")
+        if self.beta == 0.0:
+            changed = [
+                f"{name}={value!r}"
+                for name, value, default in [
+                    ("kl_estimator", self.kl_estimator, "k3"),
+                    ("kl_placement", self.kl_placement, "loss"),
+                    ("kl_clamp", self.kl_clamp, None),
+                    ("kl_target", self.kl_target, None),
+                ]
+                if value != default
+            ]
+            if changed:
+                raise ValueError(
+                    f"{', '.join(changed)} has no effect with beta=0.0 (no KL term). Set beta > 0 (e.g. 0.04) to "
+                    "use a KL penalty, or leave the KL settings at their defaults."
+                )
+            return
+        if self.kl_placement == "reward":
+            self._validate_kl_in_reward()
+        elif self.kl_estimator in K2_GRADIENT_ESTIMATORS and self.use_bias_correction_kl:
+            warnings.warn(
+                f"kl_estimator={self.kl_estimator!r} with use_bias_correction_kl=True multiplies the KL by the "
+                "importance ratio, which adds KL * grad log pi to its gradient: it is then no longer the exact "
+                "reverse-KL gradient. Set use_bias_correction_kl=False to keep k2's gradient.",
+                UserWarning,
+                stacklevel=3,
+            )
+
+    def _validate_kl_in_reward(self) -> None:
+        if self.multi_objective_aggregation == "normalize_then_sum":
+            raise ValueError(
+                "kl_placement='reward' needs multi_objective_aggregation='sum_then_normalize': 'normalize_then_sum' "
+                "computes its advantages inside TRL, where the KL penalty cannot be added."
+            )
+        if self.kl_estimator != "k1":
+            warnings.warn(
+                f"kl_placement='reward' with kl_estimator={self.kl_estimator!r}: only k1 is an unbiased estimate of "
+                "the sequence KL in the reward. Use kl_estimator='k1' unless you want this bias.",
+                UserWarning,
+                stacklevel=3,
+            )
+        if self.advantage_estimator not in UNSCALED_ESTIMATORS:
+            warnings.warn(
+                f"kl_placement='reward' with advantage_estimator={self.advantage_estimator!r}: in groups whose task "
+                "rewards tie, the scale comes from the KL penalty alone, so KL noise becomes a full-strength advantage. "
+                f"Prefer an unscaled estimator ({', '.join(sorted(UNSCALED_ESTIMATORS))}).",
+                UserWarning,
+                stacklevel=3,
+            )

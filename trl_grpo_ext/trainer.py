@@ -1,0 +1,247 @@
+"""`GRPOExtTrainer`: TRL's `GRPOTrainer` with selectable advantage and KL estimators.
+
+Three thin overrides, each delegating to stock for the rest (see docs/trl_hooks.md for the hook points):
+
+- `_calculate_rewards` keeps the rewards TRL gathered across processes;
+- `_generate_and_score_completions` recomputes the advantages from those rewards with the selected estimator (after
+  subtracting the KL penalty when `kl_placement="reward"`) and takes this process's slice, exactly as stock does;
+- `_compute_loss` delegates to stock when the KL term is stock's k3; otherwise it runs stock with the KL switched off
+  and adds `beta * KL` aggregated with the loss type's own normaliser (the loss is linear in its per-token terms).
+"""
+
+from __future__ import annotations
+
+import copy
+from contextlib import contextmanager, nullcontext
+from unittest import mock
+
+import torch
+import trl.trainer.grpo_trainer as stock_module
+from accelerate.utils import is_peft_model
+from torch import nn
+from trl import GRPOTrainer
+from trl.models.utils import disable_gradient_checkpointing
+
+from .advantages import advantage_metrics, compute_advantages
+from .config import GRPOExtConfig
+from .kl import kl_divergence
+
+# Forward arguments that `_generate_and_score_completions` returns and `_get_per_token_logps_and_entropies` accepts.
+FORWARD_KEYS = (
+    "pixel_values",
+    "image_grid_thw",
+    "num_images",
+    "pixel_attention_mask",
+    "spatial_shapes",
+    "num_tiles",
+    "image_sizes",
+    "token_type_ids",
+    "mm_token_type_ids",
+    "image_position_ids",
+)
+
+
+@contextmanager
+def reference_from_memory(model: nn.Module):
+    """While active, TRL builds the reference model as a copy of `model` as it is now, instead of reloading it from
+    `model.config._name_or_path` (which fails for a model built in memory and is stale for one changed in memory)."""
+    snapshot = copy.deepcopy(model)
+    load_from_path = stock_module.create_model_from_path
+
+    def create_model(model_id, **kwargs):
+        if model_id == stock_module.get_config_model_id(model.config):
+            return snapshot
+        return load_from_path(model_id, **kwargs)
+
+    with mock.patch.object(stock_module, "create_model_from_path", create_model):
+        yield
+
+
+class GRPOExtTrainer(GRPOTrainer):
+    """Drop-in `GRPOTrainer` whose advantage and KL estimators are chosen in `GRPOExtConfig`."""
+
+    _tag_names = ["trl", "grpo", "trl-grpo-ext"]
+
+    def __init__(self, model, reward_funcs=None, args: GRPOExtConfig | None = None, **kwargs):
+        if args is None:
+            name = model if isinstance(model, str) else stock_module.get_config_model_id(model.config)
+            args = GRPOExtConfig(f"{(name or 'model').split('/')[-1]}-GRPO")
+        if not isinstance(args, GRPOExtConfig):
+            raise TypeError(
+                f"args must be a GRPOExtConfig, got {type(args).__name__}. GRPOExtConfig accepts every GRPOConfig "
+                "field: build it with the same arguments."
+            )
+        in_memory_reference = (
+            args.beta != 0.0
+            and isinstance(model, nn.Module)
+            and not is_peft_model(model)
+            and kwargs.get("peft_config") is None
+        )
+        with reference_from_memory(model) if in_memory_reference else nullcontext():
+            super().__init__(model, reward_funcs, args=args, **kwargs)
+        self._gathered_rewards_per_func: torch.Tensor | None = None
+        self._kl_window = torch.zeros(2, device=self.accelerator.device)  # (sum of sequence KLs, sequences)
+
+    # --- rewards and advantages ---
+
+    def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        self._gathered_rewards_per_func = rewards_per_func
+        return rewards_per_func
+
+    def _generate_and_score_completions(self, inputs):
+        output = super()._generate_and_score_completions(inputs)
+        mode = "train" if self.model.training else "eval"
+        group_size = self.num_generations if mode == "train" else self.num_generations_eval
+        if self.multi_objective_aggregation == "normalize_then_sum":  # stock's advantages (config allows only grpo)
+            self._log_advantage_metrics(self.accelerator.gather(output["advantages"]), group_size, mode)
+            return output
+
+        rewards_per_func = self._gathered_rewards_per_func
+        rewards = (rewards_per_func * self.reward_weights.to(rewards_per_func.device).unsqueeze(0)).nansum(dim=1)
+        rewards[torch.isnan(rewards_per_func).all(dim=1)] = torch.nan  # unscorable rows, as stock
+        if self.args.kl_placement == "reward" and self.beta != 0.0:
+            penalty = self.beta * self.accelerator.gather(self._rollout_sequence_kl(output, mode))
+            rewards = rewards - penalty
+            self._metrics[mode]["kl_penalty"].append(penalty.mean().item())
+            self._metrics[mode]["reward_with_kl_penalty"].append(torch.nanmean(rewards).item())
+
+        lengths = None
+        if self.args.advantage_estimator == "opo":
+            lengths = self.accelerator.gather(output["completion_mask"].sum(dim=1))
+        advantages = compute_advantages(
+            rewards,
+            group_size=group_size,
+            estimator=self.args.advantage_estimator,
+            epsilon=self.args.advantage_epsilon,
+            lengths=lengths,
+            unbiased_std=self.args.advantage_std == "unbiased",
+            k=self.args.pass_at_k,
+        )
+        num_local = output["prompt_ids"].size(0)
+        start = self.accelerator.process_index * num_local
+        output["advantages"] = advantages[start : start + num_local]
+
+        # The completions table holds stock's advantages for this batch: replace them with the ones trained on.
+        for _ in range(min(len(advantages), len(self._logs["advantages"]))):
+            self._logs["advantages"].pop()
+        self._logs["advantages"].extend(advantages.tolist())
+        self._log_advantage_metrics(advantages, group_size, mode)
+        return output
+
+    def _log_advantage_metrics(self, advantages: torch.Tensor, group_size: int, mode: str) -> None:
+        for name, value in advantage_metrics(advantages, group_size).items():
+            self._metrics[mode][name].append(value)
+
+    @torch.no_grad()
+    def _rollout_sequence_kl(self, output: dict, mode: str) -> torch.Tensor:
+        """Per-sequence sum of the per-token KL estimate, from the log-probs of the policy that sampled: (B,)."""
+        policy_logps = output.get("old_per_token_logps")
+        if policy_logps is None:  # stock skips them when they equal the loss-time log-probs: one extra forward here
+            input_ids = torch.cat([output["prompt_ids"], output["completion_ids"]], dim=1)
+            attention_mask = torch.cat([output["prompt_mask"], output["completion_mask"]], dim=1)
+            batch_size = (
+                self.args.per_device_train_batch_size if mode == "train" else self.args.per_device_eval_batch_size
+            )
+            with disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs):
+                policy_logps, _, _ = self._get_per_token_logps_and_entropies(
+                    self.model,
+                    input_ids,
+                    attention_mask,
+                    output["completion_ids"].size(1),
+                    batch_size=batch_size,
+                    **{key: output[key] for key in FORWARD_KEYS if key in output},
+                )
+        kl = kl_divergence(policy_logps, output["ref_per_token_logps"], self.args.kl_estimator, self.args.kl_clamp)
+        return (kl * output["completion_mask"]).sum(dim=1)
+
+    # --- KL term of the loss ---
+
+    def _compute_loss(self, model, inputs):
+        if self.beta == 0.0 or self.args.uses_stock_kl:
+            return super()._compute_loss(model, inputs)
+
+        captured = {}
+        stock_forward = self._get_per_token_logps_and_entropies
+
+        def forward_and_capture(*args, **kwargs):
+            result = stock_forward(*args, **kwargs)
+            captured["logps"] = result[0]
+            return result
+
+        beta, self.beta = self.beta, 0.0  # stock adds no KL term and skips its own KL metric
+        self._get_per_token_logps_and_entropies = forward_and_capture
+        try:
+            loss = super()._compute_loss(model, inputs)
+        finally:
+            self.beta = beta
+            del self._get_per_token_logps_and_entropies
+
+        mode = "train" if self.model.training else "eval"
+        per_token_logps = captured["logps"]
+        mask = (
+            inputs["completion_mask"] if "tool_mask" not in inputs else inputs["completion_mask"] * inputs["tool_mask"]
+        )
+        ref_logps = inputs["ref_per_token_logps"]
+        ratio = self._importance_ratio(per_token_logps, inputs.get("old_per_token_logps"), mask)
+        kl = kl_divergence(per_token_logps, ref_logps, self.args.kl_estimator, self.args.kl_clamp) * ratio
+        if self.args.kl_placement == "loss":
+            loss = loss + beta * self._aggregate_like_loss_type(kl, mask, inputs, mode)
+
+        # `kl` keeps stock's definition (k3, ratio-weighted) so that runs with different estimators stay comparable.
+        k3 = kl_divergence(per_token_logps.detach(), ref_logps, "k3") * ratio.detach()
+        self._metrics[mode]["kl"].append(self._global_masked_mean(k3, mask))
+        self._metrics[mode][f"kl/{self.args.kl_estimator}"].append(self._global_masked_mean(kl.detach(), mask))
+        if self.args.kl_target is not None and mode == "train":
+            self._update_adaptive_beta(k3, mask)
+        return loss
+
+    def _importance_ratio(
+        self, logps: torch.Tensor, old_logps: torch.Tensor | None, mask: torch.Tensor
+    ) -> torch.Tensor:
+        """pi_theta / pi_old as stock weights its KL: per token, or per sequence (B, 1) at sequence level; 1 when off."""
+        if not self.args.use_bias_correction_kl:
+            return torch.ones_like(logps)
+        log_ratio = logps - (logps.detach() if old_logps is None else old_logps)
+        if self.importance_sampling_level == "sequence":
+            log_ratio = ((log_ratio * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).unsqueeze(-1)
+        return torch.exp(log_ratio)
+
+    def _aggregate_like_loss_type(self, per_token: torch.Tensor, mask: torch.Tensor, inputs: dict, mode: str):
+        """Reduce a per-token term exactly as stock `_compute_loss` reduces its per-token loss for `loss_type`."""
+        accumulation = self.current_gradient_accumulation_steps if mode == "train" else 1.0
+        masked = per_token * mask
+        if self.loss_type in ("grpo", "sapo"):
+            return (masked.sum(-1) / mask.sum(-1).clamp(min=1.0)).mean() / accumulation
+        if self.loss_type == "bnpo":
+            return masked.sum() / mask.sum().clamp(min=1.0) / accumulation
+        if self.loss_type == "dr_grpo":
+            return masked.sum() / (per_token.size(0) * self.max_completion_length) / accumulation
+        if self.loss_type in ("cispo", "dapo", "vespo"):
+            normalizer = inputs["num_items_in_batch"].clamp(min=1.0) / self.accelerator.num_processes
+            if mode == "train":
+                normalizer = normalizer * self.current_gradient_accumulation_steps / self.args.steps_per_generation
+            return masked.sum() / normalizer
+        if self.loss_type == "luspo":
+            return masked.sum(-1).mean() / accumulation
+        raise ValueError(f"loss_type={self.loss_type!r} has no KL aggregation in GRPOExtTrainer.")
+
+    def _global_masked_mean(self, values: torch.Tensor, mask: torch.Tensor) -> float:
+        mask = mask.expand_as(values) if values.shape != mask.shape else mask
+        totals = self.accelerator.reduce(torch.stack([(values * mask).sum(), mask.sum().float()]), reduction="sum")
+        return (totals[0] / totals[1].clamp(min=1.0)).item()
+
+    def _update_adaptive_beta(self, per_token_kl: torch.Tensor, mask: torch.Tensor) -> None:
+        """Ziegler et al. (2019): beta *= 1 + clip(KL / target - 1, -0.2, 0.2) * n / horizon, once per optimizer step,
+        with KL the mean per-sequence KL over the step's n completions (all processes)."""
+        sequence_kl = (per_token_kl.detach() * mask).sum(-1)
+        self._kl_window += torch.stack(
+            [sequence_kl.sum(), torch.tensor(float(sequence_kl.numel()), device=mask.device)]
+        )
+        if not self.accelerator.sync_gradients:
+            return
+        total, count = self.accelerator.reduce(self._kl_window, reduction="sum").tolist()
+        self._kl_window.zero_()
+        error = min(max(total / max(count, 1.0) / self.args.kl_target - 1, -0.2), 0.2)
+        self.beta = self.beta * (1 + error * count / self.args.kl_horizon)
+        self._metrics["train"]["beta"].append(self.beta)
