@@ -4,5 +4,15 @@ Installed as `trl_grpo_ext.verifiers` (never as a top-level `verifiers`). Import
 """
 
 from .base import VerificationResult, Verifier, get_verifier, list_verifiers, register_verifier
+from .math_verifier import MathVerifier
+from .reward import as_reward_function
 
-__all__ = ["VerificationResult", "Verifier", "get_verifier", "list_verifiers", "register_verifier"]
+__all__ = [
+    "MathVerifier",
+    "VerificationResult",
+    "Verifier",
+    "as_reward_function",
+    "get_verifier",
+    "list_verifiers",
+    "register_verifier",
+]

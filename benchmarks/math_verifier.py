@@ -1,0 +1,111 @@
+"""Agreement and throughput of the `math` verifier against TRL's `accuracy_reward` (math-verify), side by side.
+
+Reads the labelled pairs in ../shared/data/math_equivalence/*.jsonl at run time (override the folder with
+MATH_EQUIVALENCE_DIR). Each case is called the way it is meant: `gold` is the reference, `pred` the completion; a
+case agrees when the verdict (score 1 = equal; 0 or None = not equal) matches `expected`.
+
+    python benchmarks/math_verifier.py            # summary
+    python benchmarks/math_verifier.py -v         # also list every case where `math` disagrees with the label
+
+Both graders get the same per-item limit: `accuracy_reward` hard-codes 5 s per verification (10 s per parse) in the
+main thread; the `math` verifier runs with timeout_s=5 on its worker processes (one per core).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+PER_ITEM_LIMIT_S = 5.0
+
+
+def data_dir() -> Path:
+    return Path(os.environ.get("MATH_EQUIVALENCE_DIR", REPO_ROOT.parent / "shared" / "data" / "math_equivalence"))
+
+
+def load_cases(folder: Path) -> dict[str, list[dict]]:
+    return {
+        path.name: [json.loads(line) for line in path.open() if line.strip()]
+        for path in sorted(folder.glob("*.jsonl"))
+    }
+
+
+def run_math(cases: list[dict], n_workers: int | None) -> tuple[list[bool], list, float]:
+    from trl_grpo_ext.verifiers import get_verifier
+
+    verifier = get_verifier("math", timeout_s=PER_ITEM_LIMIT_S, n_workers=n_workers)
+    verifier.verify_batch([r"\boxed{x+1}"], ["1+x"])  # start the workers before timing
+    start = time.perf_counter()
+    results = verifier.verify_batch([c["pred"] for c in cases], [c["gold"] for c in cases])
+    elapsed = time.perf_counter() - start
+    verifier.close()
+    return [r.score == 1.0 for r in results], results, elapsed
+
+
+def run_accuracy_reward(cases: list[dict]) -> tuple[list[bool], float]:
+    from trl.rewards import accuracy_reward
+
+    accuracy_reward([[{"role": "assistant", "content": r"\boxed{1}"}]], ["1"])  # import math-verify before timing
+    verdicts = []
+    start = time.perf_counter()
+    for case in cases:  # one at a time: one pathological case must not change the verdict of the others
+        score = accuracy_reward([[{"role": "assistant", "content": case["pred"]}]], [case["gold"]])[0]
+        verdicts.append(score == 1.0)
+    return verdicts, time.perf_counter() - start
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="list the cases where `math` disagrees")
+    parser.add_argument("--workers", type=int, default=None, help="worker processes (default: usable cores)")
+    parser.add_argument("--skip-trl", action="store_true", help="measure only the `math` verifier")
+    args = parser.parse_args()
+    folder = data_dir()
+    if not folder.is_dir():
+        print(f"no data at {folder}; set MATH_EQUIVALENCE_DIR", file=sys.stderr)
+        return 1
+    per_file = load_cases(folder)
+    cases = [case for file_cases in per_file.values() for case in file_cases]
+    ours, results, ours_s = run_math(cases, args.workers)
+    theirs, theirs_s = ([False] * len(cases), float("nan")) if args.skip_trl else run_accuracy_reward(cases)
+
+    print(f"{'file':<26} {'cases':>5} {'math':>12} {'accuracy_reward':>16}")
+    offset = 0
+    for name, file_cases in per_file.items():
+        span = range(offset, offset + len(file_cases))
+        agree = sum(ours[i] == cases[i]["expected"] for i in span)
+        agree_trl = sum(theirs[i] == cases[i]["expected"] for i in span)
+        print(
+            f"{name:<26} {len(file_cases):>5} {agree:>5} {agree / len(file_cases):>6.1%} {agree_trl:>9} "
+            f"{agree_trl / len(file_cases):>6.1%}"
+        )
+        offset += len(file_cases)
+    total = sum(o == c["expected"] for o, c in zip(ours, cases))
+    total_trl = sum(t == c["expected"] for t, c in zip(theirs, cases))
+    print(
+        f"{'all':<26} {len(cases):>5} {total:>5} {total / len(cases):>6.1%} {total_trl:>9} {total_trl / len(cases):>6.1%}"
+    )
+    timeouts = sum(r.reason == "timeout" for r in results)
+    print(
+        f"throughput: math {len(cases) / ours_s:.1f} cases/s ({ours_s:.2f} s, {timeouts} timeouts), "
+        f"accuracy_reward {len(cases) / theirs_s:.1f} cases/s ({theirs_s:.2f} s); ratio {theirs_s / ours_s:.2f}x; "
+        f"per-item limit {PER_ITEM_LIMIT_S:g} s, {os.cpu_count()} cores"
+    )
+    if args.verbose:
+        for case, verdict, result in zip(cases, ours, results):
+            if verdict != case["expected"]:
+                print(
+                    f"- expected={case['expected']} score={result.score} reason={result.reason!r} "
+                    f"extracted={result.extracted!r}\n  gold={case['gold'][-150:]!r}\n  pred={case['pred'][-150:]!r}"
+                    f"\n  {case['source']}"
+                )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,268 @@
+"""A pool of warm worker processes that runs a picklable function with a hard deadline per item.
+
+Why processes and not `signal.alarm`: an alarm only fires in the main thread of the main interpreter and cannot
+interrupt C code (a long sympy or gmpy computation). Here each item runs in a separate process; when it passes its
+deadline the worker is killed (SIGKILL) and a fresh one is started in its place. This holds whichever thread (or asyncio
+task, through `amap`) calls the pool.
+
+Workers are started from a 'forkserver' (or 'spawn' where forkserver is unavailable) context, never plain 'fork':
+forking a process that runs threads (a trainer does) can deadlock the child. Each worker runs `initializer` once
+(e.g. to import sympy), so items do not pay for it; the deadline starts when an item is handed to a ready worker.
+
+Thread safety: idle workers sit in a queue; a caller takes workers from it, so concurrent callers share the pool
+fairly and never use the same worker at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import multiprocessing
+import os
+import queue
+import threading
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from typing import Any
+
+# Time a new worker may take to import its libraries before the pool gives up on it.
+STARTUP_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class TaskOutcome:
+    """Result of one item: status is "ok" (value holds the return value), "timeout" or "error" (error holds text)."""
+
+    status: str
+    value: Any = None
+    error: str = ""
+    elapsed_s: float = 0.0
+
+
+def _worker_main(conn: Connection, initializer: Callable[[], None] | None, memory_limit_mb: int | None) -> None:
+    """Worker loop: receive (fn, args), send ("ok", value) or ("error", text); exit on None or a closed pipe."""
+    if memory_limit_mb:
+        try:
+            import resource
+
+            limit = memory_limit_mb * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        except (ImportError, ValueError, OSError):  # not every platform allows it; the deadline still holds
+            pass
+    if initializer is not None:
+        initializer()
+    conn.send(("ready", None))
+    while True:
+        try:
+            message = conn.recv()
+        except (EOFError, OSError):  # the parent went away
+            return
+        if message is None:
+            return
+        fn, args = message
+        try:
+            reply = ("ok", fn(*args))
+        except BaseException as exc:  # report everything (MemoryError, RecursionError) instead of dying
+            reply = ("error", f"{type(exc).__name__}: {exc}")
+        try:
+            conn.send(reply)
+        except Exception as exc:  # an unpicklable return value
+            conn.send(("error", f"could not send the result back: {type(exc).__name__}: {exc}"))
+
+
+class _Worker:
+    def __init__(self, ctx: Any, initializer: Callable[[], None] | None, memory_limit_mb: int | None):
+        self.conn, child_conn = ctx.Pipe(duplex=True)
+        self.process = ctx.Process(
+            target=_worker_main, args=(child_conn, initializer, memory_limit_mb), daemon=True, name="deadline-worker"
+        )
+        self.process.start()
+        child_conn.close()
+        self.ready = False
+
+    def wait_ready(self) -> bool:
+        if self.ready:
+            return True
+        if self.conn.poll(STARTUP_TIMEOUT_S):
+            try:
+                self.ready = self.conn.recv()[0] == "ready"
+            except (EOFError, OSError):
+                self.ready = False
+        return self.ready
+
+    def kill(self) -> None:
+        if self.process.is_alive():
+            self.process.kill()
+        self.process.join(timeout=5)
+        self.conn.close()
+
+    def stop(self) -> None:
+        """Ask politely, then kill: a worker stuck in C code never reads the request."""
+        try:
+            self.conn.send(None)
+        except (OSError, ValueError):
+            pass
+        self.process.join(timeout=1)
+        self.kill()
+
+
+def _default_context() -> Any:
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
+class DeadlinePool:
+    """Run `fn(*args)` for many items in `n_workers` processes, each item killed after `timeout_s` seconds.
+
+    ```python
+    with DeadlinePool(n_workers=2, initializer=import_sympy) as pool:
+        outcomes = pool.map(check, [(a, b), (c, d)], timeout_s=5.0)   # list[TaskOutcome], input order
+    ```
+    `fn`, `args` and `initializer` must be picklable (module-level functions). `memory_limit_mb` caps each
+    worker's address space (a runaway expression then fails with MemoryError instead of swapping).
+    """
+
+    def __init__(
+        self,
+        n_workers: int | None = None,
+        initializer: Callable[[], None] | None = None,
+        memory_limit_mb: int | None = None,
+        context: Any = None,
+    ):
+        if n_workers is None:
+            n_workers = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
+        if not isinstance(n_workers, int) or n_workers < 1:
+            raise ValueError(f"n_workers must be a positive integer, got {n_workers!r}.")
+        self.n_workers = n_workers
+        self._ctx = context or _default_context()
+        self._initializer = initializer
+        self._memory_limit_mb = memory_limit_mb
+        self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
+        self._all: set[_Worker] = set()
+        self._lock = threading.Lock()
+        self._closed = False
+        for _ in range(n_workers):
+            self._idle.put(self._spawn())
+        # Leave no child behind even if the user never calls close().
+        self._finalizer = weakref.finalize(self, DeadlinePool._shutdown, self._all, self._lock)
+        atexit.register(self._finalizer)
+
+    def _spawn(self) -> _Worker:
+        worker = _Worker(self._ctx, self._initializer, self._memory_limit_mb)
+        with self._lock:
+            self._all.add(worker)
+        return worker
+
+    def _retire(self, worker: _Worker, replace: bool) -> None:
+        """Kill a worker (after a timeout or a crash) and put a fresh one in the idle queue."""
+        worker.kill()
+        with self._lock:
+            self._all.discard(worker)
+        if replace and not self._closed:
+            self._idle.put(self._spawn())
+
+    def _acquire(self, block: bool) -> _Worker | None:
+        while True:
+            if self._closed:
+                raise RuntimeError("This DeadlinePool is closed; create a new one.")
+            try:
+                worker = self._idle.get(block=block, timeout=0.5 if block else None)
+            except queue.Empty:
+                if block:
+                    continue
+                return None
+            if worker.wait_ready():
+                return worker
+            self._retire(worker, replace=True)  # it died while starting; try the next one
+
+    def _release(self, worker: _Worker) -> None:
+        if self._closed:
+            self._retire(worker, replace=False)
+        else:
+            self._idle.put(worker)
+
+    def run(self, fn: Callable[..., Any], args: tuple = (), timeout_s: float = 5.0) -> TaskOutcome:
+        """Run one item; blocks at most `timeout_s` once a worker is free."""
+        return self.map(fn, [args], timeout_s)[0]
+
+    def map(self, fn: Callable[..., Any], items: Sequence[tuple], timeout_s: float = 5.0) -> list[TaskOutcome]:
+        """Run `fn(*item)` for every item, in parallel; return one `TaskOutcome` per item, in input order."""
+        if not timeout_s or timeout_s <= 0:
+            raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}.")
+        outcomes: list[TaskOutcome | None] = [None] * len(items)
+        pending = list(range(len(items)))[::-1]  # a stack: pop() yields items in input order
+        running: dict[Connection, tuple[_Worker, int, float]] = {}
+        try:
+            while pending or running:
+                self._dispatch(fn, items, pending, running)
+                self._collect(running, outcomes, timeout_s)
+        finally:
+            for worker, _, _ in running.values():  # interrupted (KeyboardInterrupt): do not leak busy workers
+                self._retire(worker, replace=True)
+        return outcomes  # type: ignore[return-value]
+
+    def _dispatch(self, fn, items, pending, running) -> None:
+        while pending:
+            # Block for a worker only when this caller has nothing in flight, so it never waits on itself.
+            worker = self._acquire(block=not running)
+            if worker is None:
+                return
+            index = pending.pop()
+            try:
+                worker.conn.send((fn, items[index]))
+            except Exception:
+                self._retire(worker, replace=True)
+                raise
+            running[worker.conn] = (worker, index, time.monotonic())
+
+    def _collect(self, running, outcomes, timeout_s: float) -> None:
+        now = time.monotonic()
+        next_deadline = min(start + timeout_s for _, _, start in running.values())
+        ready = wait(list(running), timeout=max(0.0, next_deadline - now))
+        now = time.monotonic()
+        for conn in ready:
+            worker, index, start = running.pop(conn)
+            try:
+                status, payload = conn.recv()
+            except (EOFError, OSError):  # the worker died (e.g. killed by the OOM killer)
+                outcomes[index] = TaskOutcome("error", error="worker process died", elapsed_s=now - start)
+                self._retire(worker, replace=True)
+                continue
+            value, error = (payload, "") if status == "ok" else (None, payload)
+            outcomes[index] = TaskOutcome(status, value=value, error=error, elapsed_s=now - start)
+            self._release(worker)
+        for conn, (worker, index, start) in list(running.items()):
+            if now - start >= timeout_s:
+                running.pop(conn)
+                outcomes[index] = TaskOutcome("timeout", error=f"exceeded {timeout_s:g} s", elapsed_s=now - start)
+                self._retire(worker, replace=True)
+
+    async def amap(self, fn: Callable[..., Any], items: Sequence[tuple], timeout_s: float = 5.0) -> list[TaskOutcome]:
+        """`map` for asyncio code: runs in a thread so the event loop keeps serving while workers compute."""
+        return await asyncio.to_thread(self.map, fn, items, timeout_s)
+
+    def worker_pids(self) -> list[int]:
+        with self._lock:
+            return [w.process.pid for w in self._all if w.process.pid is not None]
+
+    def close(self) -> None:
+        """Stop every worker (killing busy ones). Safe to call more than once."""
+        self._closed = True
+        self._finalizer()
+
+    @staticmethod
+    def _shutdown(workers: set[_Worker], lock: threading.Lock) -> None:
+        with lock:
+            doomed = list(workers)
+            workers.clear()
+        for worker in doomed:
+            worker.stop()
+
+    def __enter__(self) -> DeadlinePool:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

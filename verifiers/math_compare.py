@@ -1,0 +1,336 @@
+"""Stage 3b of the math verifier: decide whether two answer structures are equal, with sympy.
+
+Runs inside a deadline worker (it parses untrusted LaTeX and calls sympy). Rules:
+- lists and sets are order-free, tuples ordered; a bare list against a tuple is compared in order;
+- intervals need the same bracket types; a pair `(a, b)` equals the open interval `(a, b)`;
+- `name = value` equals `value` (`k = 1` vs `1`); `a = b = c` is read as `a = c`;
+- equations are equal when `lhs - rhs` differ by a non-zero constant factor; inequalities when the factor is positive
+  (flipped sides count: `x < 1` equals `-x > -1`); a one-variable inequality equals the interval it describes;
+- expressions: exact for integers and rationals; otherwise numbers within `rel_tol` (relative) plus `abs_tol`;
+  symbolic ones must have the same free symbols and agree at random points, or simplify to the same thing.
+LaTeX is parsed with latex2sympy2_extended. Huge powers and factorials are refused before sympy evaluates them.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from dataclasses import dataclass
+
+import sympy
+from latex2sympy2_extended import NormalizationConfig, latex2sympy
+from sympy import MatrixBase
+
+from .math_normalize import plain_number
+from .math_structure import Interval, Leaf, Relation, Seq, Union, is_name, parse_structure
+
+MAX_EXPONENT = 10_000
+MAX_FACTORIAL = 1_000
+SAMPLE_POINTS = 3
+PARSE_CONFIG = NormalizationConfig(basic_latex=True, units=False, malformed_operators=False, nits=False, boxed="none")
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    rel_tol: float = 1e-4
+    abs_tol: float = 1e-12
+
+
+class UnparseableError(ValueError):
+    """The LaTeX of one side could not be turned into a sympy object."""
+
+
+class TooLargeError(ValueError):
+    """An expression contains a power or factorial too large to evaluate safely."""
+
+
+def warm_up() -> None:
+    """Worker initializer: import and exercise the parser once so the first item does not pay for it."""
+    parse_leaf(r"\frac{1}{2}+x")
+
+
+@functools.lru_cache(maxsize=4096)
+def parse_leaf(latex: str) -> sympy.Basic:
+    value = plain_number(latex)
+    if value is not None:
+        return sympy.Rational(value.numerator, value.denominator)
+    try:
+        expr = latex2sympy(latex, normalization_config=PARSE_CONFIG)
+    except Exception as exc:  # the parser raises bare Exceptions on syntax errors
+        raise UnparseableError(f"cannot parse {latex!r}: {str(exc).splitlines()[0][:80]}") from None
+    guard_size(expr)
+    symbol_i = sympy.Symbol("i")
+    if isinstance(expr, sympy.Basic) and symbol_i in expr.free_symbols:
+        expr = expr.subs(symbol_i, sympy.I)  # `i` is the imaginary unit in answers
+    return expr
+
+
+def guard_size(expr: object) -> None:
+    """Refuse `2^{10^{9}}`, `100000!` and the like before anything tries to evaluate them exactly."""
+    if not isinstance(expr, (sympy.Basic, MatrixBase)):
+        return
+    for node in sympy.preorder_traversal(expr):
+        if isinstance(node, sympy.Pow) and node.exp.is_Number and abs(node.exp) > MAX_EXPONENT:
+            if not (node.base.is_Number and abs(node.base) <= 1):
+                raise TooLargeError(f"exponent {node.exp} is above {MAX_EXPONENT}")
+        if isinstance(node, sympy.Pow) and isinstance(node.exp, sympy.Pow):
+            guard_size(node.exp.doit())  # towers: 2^{10^{10}}
+            if node.exp.doit().is_Number and abs(node.exp.doit()) > MAX_EXPONENT:
+                raise TooLargeError("power tower is too large")
+        if isinstance(node, (sympy.factorial, sympy.factorial2)) and node.args[0].is_Number:
+            if node.args[0] > MAX_FACTORIAL:
+                raise TooLargeError(f"factorial of {node.args[0]} is above {MAX_FACTORIAL}")
+
+
+def numbers_close(a: complex | float, b: complex | float, tol: Tolerance) -> bool:
+    return abs(a - b) <= max(tol.rel_tol * max(abs(a), abs(b)), tol.abs_tol)
+
+
+def _numeric(expr: sympy.Basic) -> complex | None:
+    try:
+        value = complex(expr.evalf(30))
+    except (TypeError, ValueError, AttributeError):
+        return None
+    return None if value != value else value  # NaN
+
+
+def expressions_equal(a: sympy.Basic, b: sympy.Basic, tol: Tolerance) -> bool:
+    if isinstance(a, MatrixBase) or isinstance(b, MatrixBase):
+        return _matrices_equal(a, b, tol)
+    if not (isinstance(a, sympy.Expr) and isinstance(b, sympy.Expr)):
+        return a == b
+    if a == b:
+        return True
+    if a.is_Rational and b.is_Rational:  # integers and fractions are compared exactly
+        return False
+    if a.free_symbols != b.free_symbols:
+        return False
+    if not a.free_symbols:
+        va, vb = _numeric(a), _numeric(b)
+        return va is not None and vb is not None and numbers_close(va, vb, tol)
+    return _symbolic_equal(a, b, tol)
+
+
+def _symbolic_equal(a: sympy.Expr, b: sympy.Expr, tol: Tolerance) -> bool:
+    """Agree at random points (a cheap identity test), confirmed by simplification when sampling is impossible."""
+    symbols = sorted(a.free_symbols, key=str)
+    rng = random.Random(0)
+    sampled = 0
+    for _ in range(SAMPLE_POINTS * 2):
+        point = {s: sympy.Float(rng.uniform(0.3, 2.7)) for s in symbols}
+        va, vb = _numeric(a.xreplace(point)), _numeric(b.xreplace(point))
+        if va is None or vb is None:
+            continue
+        if not numbers_close(va, vb, Tolerance(max(tol.rel_tol, 1e-9), 1e-9)):
+            return False
+        sampled += 1
+        if sampled >= SAMPLE_POINTS:
+            return True
+    try:
+        return sympy.simplify(a - b) == 0
+    except Exception:
+        return False
+
+
+def _matrices_equal(a: object, b: object, tol: Tolerance) -> bool:
+    if not (isinstance(a, MatrixBase) and isinstance(b, MatrixBase)) or a.shape != b.shape:
+        return False
+    return all(expressions_equal(x, y, tol) for x, y in zip(a, b))
+
+
+def leaves_equal(a: Leaf, b: Leaf, tol: Tolerance) -> bool:
+    if a.latex == b.latex:
+        return True
+    return expressions_equal(parse_leaf(a.latex), parse_leaf(b.latex), tol)
+
+
+def _unordered_equal(a: tuple, b: tuple, tol: Tolerance) -> bool:
+    """Each item of `a` pairs with a distinct equal item of `b` (greedy matching suffices for equality classes)."""
+    if len(a) != len(b):
+        return False
+    unused = list(b)
+    for item in a:
+        match = next((j for j, other in enumerate(unused) if _safe_equal(item, other, tol)), None)
+        if match is None:
+            return False
+        unused.pop(match)
+    return True
+
+
+def _safe_equal(a: object, b: object, tol: Tolerance) -> bool:
+    try:
+        return structures_equal(a, b, tol)
+    except (UnparseableError, TooLargeError):
+        return False
+
+
+def structures_equal(pred: object, ref: object, tol: Tolerance) -> bool:
+    """Whether the predicted structure equals the reference structure (see the module docstring)."""
+    if isinstance(pred, Relation) or isinstance(ref, Relation):
+        return _with_relation(pred, ref, tol)
+    if isinstance(pred, Seq) and isinstance(ref, Seq):
+        if "tuple" in (pred.kind, ref.kind) and "set" not in (pred.kind, ref.kind):
+            return len(pred.items) == len(ref.items) and all(
+                structures_equal(x, y, tol) for x, y in zip(pred.items, ref.items)
+            )
+        return _unordered_equal(pred.items, ref.items, tol)
+    if isinstance(pred, (Interval, Seq)) and isinstance(ref, (Interval, Seq)):
+        return _intervals_equal(pred, ref, tol)
+    if isinstance(pred, Union) and isinstance(ref, Union):
+        return _unordered_equal(pred.parts, ref.parts, tol)
+    if isinstance(pred, Leaf) and isinstance(ref, Leaf):
+        return leaves_equal(pred, ref, tol)
+    return False
+
+
+def _as_interval(node: object) -> Interval | None:
+    if isinstance(node, Interval):
+        return node
+    if isinstance(node, Seq) and node.kind == "tuple" and len(node.items) == 2:
+        return Interval("(", node.items[0], node.items[1], ")")
+    return None
+
+
+def _intervals_equal(pred: object, ref: object, tol: Tolerance) -> bool:
+    a, b = _as_interval(pred), _as_interval(ref)
+    if a is None or b is None or (a.left, a.right) != (b.left, b.right):
+        return False
+    return structures_equal(a.low, b.low, tol) and structures_equal(a.high, b.high, tol)
+
+
+def _equality_value(rel: Relation) -> object | None:
+    """The value a chain of equalities states: `k = 1` -> 1, `x = 2 + 3 = 5` -> 5; None for a genuine equation."""
+    if set(rel.ops) != {"="}:
+        return None
+    first = rel.parts[0]
+    if len(rel.parts) > 2 or (isinstance(first, Leaf) and is_name(first.latex)) or _tuple_of_names(first):
+        return rel.parts[-1]
+    return None
+
+
+def _tuple_of_names(node: object) -> bool:
+    return isinstance(node, Seq) and all(isinstance(i, Leaf) and is_name(i.latex) for i in node.items)
+
+
+def _with_relation(pred: object, ref: object, tol: Tolerance) -> bool:
+    if isinstance(pred, Relation) and isinstance(ref, Relation):
+        return _relations_equal(pred, ref, tol)
+    rel, other = (pred, ref) if isinstance(pred, Relation) else (ref, pred)
+    value = _equality_value(rel)
+    if value is not None:
+        return structures_equal(value, other, tol) if rel is pred else structures_equal(other, value, tol)
+    return _relation_matches_set(rel, other, tol)
+
+
+def _relations_equal(a: Relation, b: Relation, tol: Tolerance) -> bool:
+    va, vb = _equality_value(a), _equality_value(b)
+    if va is not None and vb is not None and len(a.parts) + len(b.parts) > 4:
+        return structures_equal(va, vb, tol)  # chains: compare what they conclude
+    if len(a.parts) == len(b.parts) == 2 and a.ops == b.ops == ("=",) and a.parts[0] == b.parts[0]:
+        if isinstance(a.parts[0], Leaf) and is_name(a.parts[0].latex):
+            return structures_equal(a.parts[1], b.parts[1], tol)
+    atoms_a, atoms_b = _atomic_relations(a), _atomic_relations(b)
+    if atoms_a is None or atoms_b is None or len(atoms_a) != len(atoms_b):
+        return False
+    unused = list(atoms_b)
+    for atom in atoms_a:
+        match = next((j for j, other in enumerate(unused) if _atoms_equal(atom, other)), None)
+        if match is None:
+            return False
+        unused.pop(match)
+    return True
+
+
+def _atomic_relations(rel: Relation) -> list[tuple[sympy.Expr, str]] | None:
+    """Each link `l op r` of a chain as (expression, kind): "<" means expression > 0 (strict), "<=" >= 0, "=", "!="."""
+    atoms = []
+    for left, op, right in zip(rel.parts, rel.ops, rel.parts[1:]):
+        if not (isinstance(left, Leaf) and isinstance(right, Leaf)):
+            return None
+        lhs, rhs = parse_leaf(left.latex), parse_leaf(right.latex)
+        if not (isinstance(lhs, sympy.Expr) and isinstance(rhs, sympy.Expr)):
+            return None
+        kinds = {"<": ("<", rhs - lhs), ">": ("<", lhs - rhs), "\\le": ("<=", rhs - lhs), "\\ge": ("<=", lhs - rhs)}
+        kind, expr = kinds.get(op, ("!=" if op == "\\ne" else "=", lhs - rhs))
+        atoms.append((expr, kind))
+    return atoms
+
+
+def _atoms_equal(a: tuple[sympy.Expr, str], b: tuple[sympy.Expr, str]) -> bool:
+    """Same kind, and one expression is a constant multiple of the other (positive for inequalities)."""
+    (ea, kind_a), (eb, kind_b) = a, b
+    if kind_a != kind_b or ea.free_symbols != eb.free_symbols:
+        return False
+    if eb == 0:
+        return ea == 0
+    ratio = sympy.simplify(ea / eb)
+    if ratio.free_symbols or ratio == 0 or not ratio.is_finite:
+        return False
+    return kind_a in ("=", "!=") or bool(ratio > 0)
+
+
+def _relation_matches_set(rel: Relation, other: object, tol: Tolerance) -> bool:
+    """`-2 \\le x \\le 7` against `[-2, 7]`: the set of real solutions of a one-variable relation."""
+    atoms = _atomic_relations(rel)
+    target = _to_sympy_set(other)
+    if atoms is None or target is None:
+        return False
+    symbols = set().union(*(expr.free_symbols for expr, _ in atoms))
+    if len(symbols) != 1:
+        return False
+    (symbol,) = symbols
+    real = sympy.Symbol("real_" + symbol.name, real=True)
+    ops = {"<": sympy.StrictGreaterThan, "<=": sympy.GreaterThan, "=": sympy.Eq, "!=": sympy.Ne}
+    condition = sympy.And(*(ops[kind](expr.xreplace({symbol: real}), 0) for expr, kind in atoms))
+    try:
+        return condition.as_set() == target
+    except Exception:
+        return False
+
+
+def _to_sympy_set(node: object) -> sympy.Set | None:
+    interval = _as_interval(node)
+    if interval is not None:
+        if not (isinstance(interval.low, Leaf) and isinstance(interval.high, Leaf)):
+            return None
+        low, high = parse_leaf(interval.low.latex), parse_leaf(interval.high.latex)
+        return sympy.Interval(low, high, left_open=interval.left == "(", right_open=interval.right == ")")
+    if isinstance(node, Union):
+        parts = [_to_sympy_set(p) for p in node.parts]
+        return None if any(p is None for p in parts) else sympy.Union(*parts)
+    return None
+
+
+def _parse_all_leaves(node: object) -> None:
+    """Parse every leaf of a structure (raising UnparseableError or TooLargeError on the first bad one)."""
+    if isinstance(node, Leaf):
+        parse_leaf(node.latex)
+    elif isinstance(node, Interval):
+        _parse_all_leaves(node.low)
+        _parse_all_leaves(node.high)
+    else:
+        for child in getattr(node, "items", ()) or getattr(node, "parts", ()):
+            _parse_all_leaves(child)
+
+
+def compare_task(pairs: list[tuple[str, str]], rel_tol: float, abs_tol: float) -> tuple[bool | None, str]:
+    """Worker entry point: whether any (prediction, reference) pair of normalised answers is equal, with a reason.
+
+    Returns (None, reason) when the reference itself cannot be parsed: the caller scores that item None.
+    """
+    tol = Tolerance(rel_tol, abs_tol)
+    reason = "different"
+    for pred, ref in pairs:
+        ref_structure = parse_structure(ref)
+        try:
+            _parse_all_leaves(ref_structure)
+        except (UnparseableError, TooLargeError) as exc:
+            return None, f"unusable_reference: {exc}"
+        try:
+            if structures_equal(parse_structure(pred), ref_structure, tol):
+                return True, "symbolic"
+        except UnparseableError as exc:
+            reason = f"unparseable: {exc}"
+        except TooLargeError as exc:
+            reason = f"too_large: {exc}"
+    return False, reason

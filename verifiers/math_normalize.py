@@ -1,0 +1,182 @@
+"""Stage 2 of the math verifier: turn an extracted answer into canonical LaTeX. Pure string work, no sympy.
+
+Removes what does not change the value: math delimiters, spacing commands, `\\left`/`\\right`, `\\text{}` wrappers,
+trailing units and punctuation, degrees, currency, thousands separators, bold markdown; rewrites `\\dfrac`/`\\tfrac`,
+`\\frac12`, `\\sqrt3`, `<=`, and plain-text mixed numbers (`4 4/9` -> `\\frac{40}{9}`). A per-cent sign is removed and
+remembered in `Normalized.percent` (the comparison decides what it means). `plain_number` reads the numbers that
+need no parser, so the verifier can decide them in-process.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+
+# Longest number the in-process fast path reads; longer ones go to a worker under the deadline.
+MAX_FAST_NUMBER_CHARS = 60
+MAX_FAST_EXPONENT = 300
+
+SPACING = re.compile(r"\\[,;:! ]|\\q?quad\b|\\displaystyle|\\left\b|\\right\b|\\middle\b|~")
+TEXT_WRAPPERS = re.compile(
+    r"\\(?:text|textbf|textit|textrm|textnormal|mathrm|mathbf|mathit|mbox|operatorname|boldsymbol|bm)\s*\{([^{}]*)\}"
+)
+FRAC_ALIASES = re.compile(r"\\[dtc]frac\b")
+FRAC_SHORT = re.compile(r"\\frac\s*(\d)\s*(\d)")
+FRAC_SHORT_NUM = re.compile(r"\\frac\s*(\d)\s*\{")
+FRAC_SHORT_DEN = re.compile(r"\\frac\s*(\{[^{}]*\})\s*(\d)")
+SQRT_SHORT = re.compile(r"\\sqrt\s*(\d+|[a-zA-Z])")
+DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degree\b|\\circ\b")
+PERCENT = re.compile(r"\s*(?:\\%|%|\bpercentage\b|\bpercent\b|\bpct\b)\s*$")
+CURRENCY = re.compile(r"\\\$|\$|€|£|\\euro\b|\\pounds\b|\brs\.?(?=\s*\d)")
+THOUSANDS = re.compile(r"(?<![\d.,])(\d{1,3})((?:,\d{3})+)(?![\d,])")
+SPACE_THOUSANDS = re.compile(r"-?\d{1,3}(?: \d{3})+(?:\.\d+)?")
+MIXED_NUMBER = re.compile(r"(-?)(\d+)\s+(\d+)\s*/\s*(\d+)")
+TRAILING_UNITS = re.compile(
+    r"(?<=[\d}).])\s*(?:\\text\{\s*)?([a-zA-Z]{2,}\.?(?:\s+[a-zA-Z]{2,}\.?){0,2})\}?\s*(\^\s*\{?\d\}?)?$"
+)
+BOLD = re.compile(r"\*\*(.+?)\*\*")
+RELATION_WORDS = {"<=": r" \le ", ">=": r" \ge ", "!=": r" \ne ", r"\neq": r"\ne", r"\leq": r"\le", r"\geq": r"\ge"}
+RELATION_COMMANDS = re.compile(r"\\(?:leqslant|leq|le)\b|\\(?:geqslant|geq|ge)\b|\\(?:neq|ne)\b|\\lt\b|\\gt\b")
+LIST_WORDS = re.compile(r"\s*(?:\\text\{\s*(?:and|or)\s*\}|\b(?:and|or)\b)\s*")
+NUMBER_TEXT = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+INT_FRACTION = re.compile(r"([+-]?)(?:(\d+)\s*)?\\frac\{(\d+)\}\{(\d+)\}|([+-]?\d+)\s*/\s*(\d+)")
+
+
+@dataclass(frozen=True)
+class Normalized:
+    """Canonical LaTeX of an answer. percent: it carried a per-cent sign. invalid: why it can never be right."""
+
+    text: str
+    percent: bool = False
+    invalid: str | None = None
+
+
+def _unwrap_text(text: str) -> str:
+    previous = None
+    while previous != text:  # nested wrappers: \text{\textbf{A}}
+        previous = text
+        text = TEXT_WRAPPERS.sub(r"\1", text)
+    return text
+
+
+def _relations(text: str) -> str:
+    for plain, latex in RELATION_WORDS.items():
+        text = text.replace(plain, latex)
+
+    def command(match: re.Match) -> str:
+        name = match.group(0)
+        for prefix, canonical in (("\\l", "\\le"), ("\\g", "\\ge"), ("\\n", "\\ne")):
+            if name.startswith(prefix):
+                return {"\\lt": "<", "\\gt": ">"}.get(name, canonical) + " "
+        return name
+
+    return RELATION_COMMANDS.sub(command, text)
+
+
+def _fracs_and_roots(text: str) -> str:
+    text = FRAC_ALIASES.sub(r"\\frac", text)
+    text = FRAC_SHORT.sub(r"\\frac{\1}{\2}", text)
+    text = FRAC_SHORT_NUM.sub(r"\\frac{\1}{", text)
+    text = FRAC_SHORT_DEN.sub(r"\\frac\1{\2}", text)
+    return SQRT_SHORT.sub(r"\\sqrt{\1}", text)
+
+
+def _strip_punctuation(text: str) -> str:
+    previous = None
+    while previous != text:
+        previous = text
+        text = text.strip().rstrip(".,;:!?").strip()
+        text = re.sub(r"\\[.,]$", "", text)
+        if text.startswith("="):
+            text = text[1:]
+    return text
+
+
+def _mixed_number(text: str) -> Normalized | None:
+    """`4 4/9` -> 40/9; a proper fraction is required, so `11 7/6` or `4 4/0` is an invalid answer, not 11."""
+    match = MIXED_NUMBER.fullmatch(text)
+    if match is None:
+        return None
+    sign, whole, num, den = match.group(1), int(match.group(2)), int(match.group(3)), int(match.group(4))
+    if den == 0 or num >= den:
+        return Normalized(text, invalid="invalid_mixed_number")
+    value = whole * den + num
+    return Normalized(f"{sign}\\frac{{{value}}}{{{den}}}")
+
+
+def normalize_answer(answer: str, strip_units: bool = True) -> Normalized:
+    """Canonical LaTeX for one extracted answer (see the module docstring for the rules)."""
+    text = BOLD.sub(r"\1", answer).replace("\n", " ").replace("\r", " ")
+    text = text.replace("{,}", ",").replace("\\dots", "\\ldots").replace("\\cdots", "\\ldots")
+    text = re.sub(r"(\d),\\!\s*(?=\d)", r"\1,", text)
+    text = SPACING.sub(" ", text)
+    text = text.replace("\\(", " ").replace("\\)", " ").replace("\\[", " ").replace("\\]", " ")
+    text = CURRENCY.sub(" ", text)
+    text = DEGREES.sub("", text)
+    text = _unwrap_text(text)
+    text = _strip_punctuation(text)
+    text, percent = _strip_percent(text)
+    if strip_units:
+        text = _strip_units(text)
+        text, more_percent = _strip_percent(text)
+        percent = percent or more_percent
+    text = _relations(_fracs_and_roots(text))
+    text = LIST_WORDS.sub(", ", text) if re.search(r"\d|\\", text) else text
+    text = THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(",", ""), text)
+    text = re.sub(r"\s+", " ", _strip_punctuation(text)).strip()
+    if SPACE_THOUSANDS.fullmatch(text):
+        text = text.replace(" ", "")
+    mixed = _mixed_number(text)
+    if mixed is not None:
+        return Normalized(mixed.text, percent, mixed.invalid)
+    return Normalized(text, percent)
+
+
+def _strip_percent(text: str) -> tuple[str, bool]:
+    stripped = PERCENT.sub("", text)
+    return stripped.strip(), stripped != text
+
+
+def _strip_units(text: str) -> str:
+    """Drop trailing unit words after a number ("10 cm^2", "125 miles"); keep an answer that is only words."""
+    stripped = TRAILING_UNITS.sub("", text).strip()
+    return stripped if stripped and stripped != text else text
+
+
+def plain_number(text: str) -> Fraction | None:
+    """The exact value of a plain number (`-12`, `0.5`, `1e-7`, `3/4`, `\\frac{3}{4}`, `2\\frac{1}{2}`), else None.
+
+    Bounded in length and exponent so that it is safe to run outside a deadline.
+    """
+    text = text.replace(" ", "")
+    if not text or len(text) > MAX_FAST_NUMBER_CHARS:
+        return None
+    if NUMBER_TEXT.fullmatch(text):
+        exponent = re.search(r"[eE]([+-]?\d+)$", text)
+        if exponent and abs(int(exponent.group(1))) > MAX_FAST_EXPONENT:
+            return None
+        return Fraction(text)
+    match = INT_FRACTION.fullmatch(text)
+    if match is None:
+        return None
+    if match.group(5) is not None:
+        num, den, whole, sign = int(match.group(5)), int(match.group(6)), 0, 1
+    else:
+        sign = -1 if match.group(1) == "-" else 1
+        whole, num, den = int(match.group(2) or 0), int(match.group(3)), int(match.group(4))
+    if den == 0:
+        return None
+    return sign * (whole + Fraction(num, den))
+
+
+def is_integer_text(text: str) -> bool:
+    return re.fullmatch(r"[+-]?\d+", text.replace(" ", "")) is not None
+
+
+def as_word(text: str) -> str | None:
+    """The answer as plain words ("odd", "Evelyn", "E") when it is nothing but letters and spaces, else None."""
+    stripped = text.strip()
+    if re.fullmatch(r"[A-Za-z]+(?: [A-Za-z]+)*", stripped):
+        return stripped
+    return None

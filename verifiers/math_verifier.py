@@ -1,0 +1,229 @@
+"""The `math` verifier: is the final answer of a completion equal to the reference?
+
+Pipeline: `math_extract` (find the answer) -> `math_normalize` (canonical LaTeX) -> fast in-process decisions
+(identical strings, two plain numbers, two words, choice letters) -> `math_compare` (sympy) in a `DeadlinePool`
+worker, killed when it passes `timeout_s`. Only the last stage touches sympy, and it never runs in the caller's process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+from .base import VerificationResult, Verifier, register_verifier
+from .deadline_pool import DeadlinePool
+from .math_extract import extract_answer, extract_reference, reference_letter
+from .math_normalize import Normalized, as_word, is_integer_text, normalize_answer, plain_number
+
+logger = logging.getLogger("trl_grpo_ext.verifiers.math")
+
+PERCENT_MODES = ("either", "strip", "fraction")
+CHOICE_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+@dataclass
+class _Pending:
+    """An item the fast path could not decide: (prediction, reference) pairs for a worker."""
+
+    index: int
+    pairs: list[tuple[str, str]]
+    extracted: str
+    details: dict[str, Any]
+
+
+def _check_positive(name: str, value: Any, allow_zero: bool = False) -> None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and (value >= 0 if allow_zero else value > 0)
+    if not ok:
+        raise ValueError(
+            f"math verifier option {name}={value!r} must be a {'non-negative' if allow_zero else 'positive'} number."
+        )
+
+
+def compare_task(pairs: list[tuple[str, str]], rel_tol: float, abs_tol: float) -> tuple[bool | None, str]:
+    """Worker-side entry point; imports sympy there only, so the trainer's process never loads it."""
+    from .math_compare import compare_task as compare
+
+    return compare(pairs, rel_tol, abs_tol)
+
+
+def warm_up() -> None:
+    from .math_compare import warm_up as warm
+
+    warm()
+
+
+@register_verifier("math")
+class MathVerifier(Verifier):
+    """Final-answer equality for math (boxed/anchored extraction, LaTeX normalisation, sympy under a hard deadline).
+
+    Options: rel_tol / abs_tol (numbers that are not both rationals are equal when
+    |a - b| <= max(rel_tol * max(|a|, |b|), abs_tol)); timeout_s (hard deadline per item); percent ("either": `10\\%`
+    may be read as 10 or 0.1, "strip": as 10, "fraction": as 0.1); strip_units; n_workers (default: the usable CPU
+    cores); memory_limit_mb (per worker).
+    """
+
+    def __init__(
+        self,
+        rel_tol: float = 1e-4,
+        abs_tol: float = 1e-12,
+        timeout_s: float = 5.0,
+        percent: str = "either",
+        strip_units: bool = True,
+        n_workers: int | None = None,
+        memory_limit_mb: int | None = 4096,
+    ):
+        _check_positive("rel_tol", rel_tol, allow_zero=True)
+        _check_positive("abs_tol", abs_tol, allow_zero=True)
+        _check_positive("timeout_s", timeout_s)
+        if percent not in PERCENT_MODES:
+            raise ValueError(f"math verifier option percent={percent!r} is not valid; choose one of {PERCENT_MODES}.")
+        if n_workers is not None and (not isinstance(n_workers, int) or n_workers < 1):
+            raise ValueError(f"math verifier option n_workers={n_workers!r} must be a positive integer or None.")
+        self.rel_tol, self.abs_tol, self.timeout_s = float(rel_tol), float(abs_tol), float(timeout_s)
+        self.percent, self.strip_units = percent, strip_units
+        self.n_workers, self.memory_limit_mb = n_workers, memory_limit_mb
+        self._pool: DeadlinePool | None = None
+        self._pool_lock = threading.Lock()
+
+    # -- public API ---------------------------------------------------------------------------------------------
+    def verify(self, completion: str, reference: Any) -> VerificationResult:
+        return self.verify_batch([completion], [reference])[0]
+
+    def verify_batch(self, completions: Sequence[str], references: Sequence[Any]) -> list[VerificationResult]:
+        """Score every completion against its reference; undecided items run in parallel, each under `timeout_s`."""
+        if len(completions) != len(references):
+            raise ValueError(
+                f"verify_batch got {len(completions)} completions and {len(references)} references; "
+                "pass one reference per completion."
+            )
+        results: list[VerificationResult | None] = [None] * len(completions)
+        pending: list[_Pending] = []
+        for i, (completion, reference) in enumerate(zip(completions, references)):
+            try:
+                decided = self._prepare(i, completion, reference)
+            except Exception as exc:  # a verifier never raises into the trainer
+                logger.warning("math verifier failed on item %d: %s: %s", i, type(exc).__name__, exc)
+                decided = VerificationResult(0.0, f"error: {type(exc).__name__}: {exc}")
+            if isinstance(decided, _Pending):
+                pending.append(decided)
+            else:
+                results[i] = decided
+        if pending:
+            for item, result in zip(pending, self._run_in_workers(pending)):
+                results[item.index] = result
+        return results  # type: ignore[return-value]
+
+    async def averify_batch(self, completions: Sequence[str], references: Sequence[Any]) -> list[VerificationResult]:
+        """`verify_batch` for asyncio code: the event loop keeps running while workers compute."""
+        return await asyncio.to_thread(self.verify_batch, completions, references)
+
+    def close(self) -> None:
+        with self._pool_lock:
+            if self._pool is not None:
+                self._pool.close()
+                self._pool = None
+
+    # -- stages -------------------------------------------------------------------------------------------------
+    def _prepare(self, index: int, completion: Any, reference: Any) -> VerificationResult | _Pending:
+        """Extraction and normalisation, then the in-process fast path; what is left becomes a `_Pending`."""
+        if reference is None or (isinstance(reference, float) and reference != reference):
+            return VerificationResult(None, "unusable_reference: missing")
+        if not isinstance(completion, str):
+            logger.warning("math verifier got a completion of type %s; scoring 0", type(completion).__name__)
+            return VerificationResult(0.0, f"bad_completion: expected str, got {type(completion).__name__}")
+        ref_extraction = extract_reference(str(reference))
+        if ref_extraction.answer is None:
+            return VerificationResult(None, f"unusable_reference: {ref_extraction.how}")
+        letter = reference_letter(ref_extraction.answer)
+        letters = CHOICE_LETTERS[: max(5, CHOICE_LETTERS.index(letter) + 1)] if letter else None
+        extraction = extract_answer(completion, letters)
+        details = {"how": extraction.how, "reference": ref_extraction.answer}
+        if extraction.answer is None:
+            return VerificationResult(0.0, extraction.how, None, details)
+        if letter is not None:
+            correct = extraction.answer == letter
+            return VerificationResult(
+                float(correct), "letter" if correct else "wrong_letter", extraction.answer, details
+            )
+        ref_norm = normalize_answer(ref_extraction.answer, self.strip_units)
+        if ref_norm.invalid or not ref_norm.text:
+            return VerificationResult(
+                None, f"unusable_reference: {ref_norm.invalid or 'empty'}", extraction.answer, details
+            )
+        pred_norm = normalize_answer(extraction.answer, self.strip_units)
+        if pred_norm.invalid or not pred_norm.text:
+            return VerificationResult(0.0, pred_norm.invalid or "no_answer", extraction.answer, details)
+        details["normalized"] = (pred_norm.text, ref_norm.text)
+        undecided = []
+        for pred, ref in self._percent_pairs(pred_norm, ref_norm):
+            verdict = self._fast_compare(pred, ref)
+            if verdict is True:
+                return VerificationResult(1.0, "correct", extraction.answer, details)
+            if verdict is None:
+                undecided.append((pred, ref))
+        if not undecided:
+            return VerificationResult(0.0, "wrong", extraction.answer, details)
+        return _Pending(index, undecided, extraction.answer, details)
+
+    def _percent_pairs(self, pred: Normalized, ref: Normalized) -> list[tuple[str, str]]:
+        def hundredth(text: str) -> str:
+            value = plain_number(text)
+            return f"{value / 100}" if value is not None else f"\\frac{{{text}}}{{100}}"
+
+        if self.percent == "strip" or pred.percent == ref.percent:
+            return [(pred.text, ref.text)]
+        if self.percent == "fraction":
+            return [
+                (hundredth(pred.text) if pred.percent else pred.text, hundredth(ref.text) if ref.percent else ref.text)
+            ]
+        scaled = (hundredth(pred.text), ref.text) if pred.percent else (pred.text, hundredth(ref.text))
+        return [(pred.text, ref.text), scaled]
+
+    def _fast_compare(self, pred: str, ref: str) -> bool | None:
+        """True/False when decidable in microseconds without sympy; None when a worker must decide."""
+        if pred.replace(" ", "") == ref.replace(" ", ""):
+            return True
+        a, b = plain_number(pred), plain_number(ref)
+        if a is not None and b is not None:
+            if is_integer_text(pred) and is_integer_text(ref) or a == b:
+                return a == b
+            return abs(a - b) <= max(Fraction(self.rel_tol) * max(abs(a), abs(b)), Fraction(self.abs_tol))
+        word_a, word_b = as_word(pred), as_word(ref)
+        if word_a is not None and word_b is not None:
+            if len(word_a) == 1 or len(word_b) == 1:  # single letters: E (a choice) is not e (Euler's number)
+                return word_a == word_b
+            return word_a.lower() == word_b.lower()
+        if (word_a is not None) != (word_b is not None) and (a is not None or b is not None):
+            return False  # a word against a number
+        return None
+
+    def _run_in_workers(self, pending: list[_Pending]) -> list[VerificationResult]:
+        try:
+            with self._pool_lock:
+                if self._pool is None:
+                    self._pool = DeadlinePool(
+                        self.n_workers, initializer=warm_up, memory_limit_mb=self.memory_limit_mb
+                    )
+                pool = self._pool
+            items = [(p.pairs, self.rel_tol, self.abs_tol) for p in pending]
+            outcomes = pool.map(compare_task, items, timeout_s=self.timeout_s)
+        except Exception as exc:
+            logger.warning("math verifier workers failed: %s: %s; scoring 0", type(exc).__name__, exc)
+            return [VerificationResult(0.0, f"error: {exc}", p.extracted, p.details) for p in pending]
+        results = []
+        for item, outcome in zip(pending, outcomes):
+            if outcome.status == "timeout":
+                logger.info("math verifier timed out after %.1f s on %r", self.timeout_s, item.pairs[0])
+                results.append(VerificationResult(0.0, "timeout", item.extracted, item.details))
+            elif outcome.status == "error":
+                results.append(VerificationResult(0.0, f"error: {outcome.error}", item.extracted, item.details))
+            else:
+                equal, reason = outcome.value
+                score = None if equal is None else float(equal)
+                results.append(VerificationResult(score, "correct" if equal else reason, item.extracted, item.details))
+        return results
