@@ -4,10 +4,12 @@ Installed as `trl_grpo_ext.verifiers` (never as a top-level `verifiers`). Import
 """
 
 from .base import VerificationResult, Verifier, get_verifier, list_verifiers, register_verifier
+from .code_verifier import CodeVerifier
 from .math_verifier import MathVerifier
 from .reward import as_reward_function
 
 __all__ = [
+    "CodeVerifier",
     "MathVerifier",
     "VerificationResult",
     "Verifier",

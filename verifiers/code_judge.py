@@ -1,0 +1,269 @@
+"""The trusted side of a code verification: runs the hidden test code against proxies of the candidate's functions.
+
+A zygote started once per verifier (`python -I code_judge.py CONTROL_FD`) forks one child per verification. The child
+receives three descriptors over the control socket: the job socket (to the verifier), the request pipe (to the
+candidate sandbox) and the reply pipe (from it). The test code runs here, never in the sandbox: every call of a
+candidate function becomes a request carrying its arguments, and the reply is decoded as plain builtin data, so the
+`==` of an assert is always the builtin one and the expected values never leave this process.
+
+Each `assert T` is rewritten to `__judge_assert__(k, lambda: T)`: a failing assert is recorded and the test goes on,
+which gives the fraction of assert statements passed (a statement passes when every execution of it passed).
+"""
+
+import ast
+import builtins
+import importlib
+import os
+import signal
+import socket
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from code_protocol import LineReader, ProtocolError, Unrepresentable, decode, encode, write_message  # noqa: E402
+
+MAX_MESSAGE_BYTES = 1 << 26
+# Importing these has side effects a test never needs; a candidate could name them as its "module" globals.
+UNIMPORTABLE = {"antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo"}
+
+
+class CandidateFailure(Exception):
+    """The candidate raised, sent something that is not plain data, or its sandbox ended."""
+
+
+class UnsupportedTest(Exception):
+    """The test passes the candidate something that cannot travel as plain data (a lambda, a file, ...)."""
+
+
+class Session:
+    """Request/reply conversation with one candidate sandbox."""
+
+    def __init__(self, request_fd: int, reply_fd: int):
+        self.request_fd = request_fd
+        self.replies = LineReader(reply_fd, MAX_MESSAGE_BYTES)
+        self.next_id = 0
+        self.gone = None
+
+    def read_message(self):
+        try:
+            message = self.replies.read_message()
+        except (ProtocolError, OSError) as exc:
+            message, self.gone = None, f"unreadable reply: {exc}"
+        if message is None:
+            self.gone = self.gone or "the candidate sandbox ended"
+            raise CandidateFailure(self.gone)
+        return message
+
+    def request(self, op: str, target: dict, **fields):
+        if self.gone:
+            raise CandidateFailure(self.gone)
+        self.next_id += 1
+        try:
+            write_message(self.request_fd, {"id": self.next_id, "op": op, "target": target, **fields})
+        except OSError as exc:
+            self.gone = f"the candidate sandbox stopped reading ({exc})"
+            raise CandidateFailure(self.gone) from None
+        reply = self.read_message()
+        if reply.get("id") != self.next_id or type(reply.get("ok")) is not bool:
+            self.gone = "reply out of sequence"
+            raise CandidateFailure(self.gone)
+        if not reply["ok"]:
+            raise CandidateFailure(str(reply.get("error"))[:300])
+        try:
+            return reply, decode(reply.get("value"), self.make_handle)
+        except ProtocolError as exc:
+            raise CandidateFailure(f"reply is not plain data: {exc}") from None
+
+    def make_handle(self, number: int, type_name: str):
+        return RemoteObject(self, {"h": number}, type_name)
+
+    def call(self, target: dict, args: tuple, kwargs: dict):
+        encoded_args = [encode(a, remote_reference) for a in args]
+        encoded_kwargs = {str(k): encode(v, remote_reference) for k, v in kwargs.items()}
+        reply, value = self.request("call", target, args=encoded_args, kwargs=encoded_kwargs)
+        apply_mutations(args, reply.get("args_after"), self.make_handle)
+        return value
+
+
+def remote_reference(obj):
+    if isinstance(obj, RemoteObject) and "h" in obj._target:
+        return dict(obj._target)
+    raise UnsupportedTest(f"the test passes a {type(obj).__name__} to the candidate; only plain data can be sent")
+
+
+def apply_mutations(args: tuple, after, make_handle) -> None:
+    """Mirror in-place changes the candidate made to list, dict and set arguments (e.g. an in-place sort)."""
+    if type(after) is not list or len(after) != len(args):
+        return
+    for arg, new in zip(args, after):
+        if new is None or type(arg) not in (list, dict, set):
+            continue
+        try:
+            value = decode(new, make_handle)
+        except ProtocolError:
+            continue
+        if type(value) is type(arg):
+            arg.clear()
+            arg.update(value) if type(arg) is not list else arg.extend(value)
+
+
+class RemoteObject:
+    """A candidate function, class or object. It can be called, its attributes read, and iterated; it cannot be
+    compared, hashed or tested for truth, so it can never stand in for an expected value."""
+
+    def __init__(self, session: Session, target: dict, type_name: str = "function"):
+        self._session = session
+        self._target = target
+        self._type_name = type_name
+
+    def __call__(self, *args, **kwargs):
+        return self._session.call(self._target, args, kwargs)
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        return self._session.request("getattr", self._target, attr=attr)[1]
+
+    def __iter__(self):
+        return iter(self._session.request("iter", self._target)[1])
+
+    def _refuse(self, *_):
+        raise TypeError(f"a {self._type_name} from the candidate is not plain data and cannot be compared")
+
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __bool__ = __hash__ = __len__ = _refuse
+
+    def __repr__(self):
+        return f"<candidate {self._type_name}>"
+
+
+class AssertRecorder(ast.NodeTransformer):
+    """Rewrites `assert T, msg` into `__judge_assert__(k, lambda: T)`; asserts of a constant stay as they are."""
+
+    def __init__(self):
+        self.lines = []
+
+    def visit_Assert(self, node):
+        if isinstance(node.test, ast.Constant):
+            return node
+        self.lines.append(node.lineno)
+        thunk = ast.Lambda(args=ast.arguments([], [], None, [], [], None, []), body=node.test)
+        call = ast.Call(ast.Name("__judge_assert__", ast.Load()), [ast.Constant(len(self.lines) - 1), thunk], [])
+        return ast.copy_location(ast.Expr(call), node)
+
+
+class Tally:
+    """Outcome per assert statement: passes only if every execution passed."""
+
+    def __init__(self, lines):
+        self.lines = lines
+        self.status = {}
+        self.failures = []
+
+    def __call__(self, index, thunk):
+        try:
+            passed, why = bool(thunk()), "assertion is false"
+        except UnsupportedTest:
+            raise
+        except Exception as exc:
+            passed, why = False, f"{type(exc).__name__}: {str(exc)[:200]}"
+        self.status[index] = self.status.get(index, True) and passed
+        if not passed and len(self.failures) < 5:
+            self.failures.append({"line": self.lines[index], "error": why})
+
+    def passed(self):
+        return sum(self.status.values())
+
+
+def bind_candidate(session: Session, kinds: dict, referenced: set) -> dict:
+    """The test's namespace: candidate callables as proxies, its stdlib imports re-imported here, values fetched.
+
+    Names of builtins are never bound: a candidate defining `sorted` or `isinstance` must not rewrite the test's tools.
+    """
+    namespace = {"__name__": "__judge__", "__builtins__": builtins}
+    for name, kind in kinds.items():
+        if not isinstance(name, str) or not name.isidentifier() or hasattr(builtins, name) or name not in referenced:
+            continue
+        if kind == "callable":
+            namespace[name] = RemoteObject(session, {"name": name})
+        elif isinstance(kind, str) and kind.startswith("module:"):
+            module = kind.split(":", 1)[1]
+            top = module.partition(".")[0]
+            if top in sys.stdlib_module_names and top not in UNIMPORTABLE:
+                try:
+                    namespace[name] = importlib.import_module(module)
+                except ImportError:
+                    pass
+        elif kind == "value":
+            namespace[name] = session.request("get", {"name": name})[1]
+    return namespace
+
+
+def judge(job: dict, session: Session) -> dict:
+    """Run the test code of `job` against the candidate; returns the tally as plain data."""
+    try:
+        tree = ast.parse(job["test"])
+    except SyntaxError as exc:
+        return {"unusable": f"the test code does not parse: {exc}"}
+    recorder = AssertRecorder()
+    tree = ast.fix_missing_locations(recorder.visit(tree))
+    if not recorder.lines:
+        return {"unusable": "the test code has no assert statement"}
+    ready = session.read_message()
+    if ready.get("ready") is not True or type(ready.get("globals")) is not dict:
+        return {"total": len(recorder.lines), "passed": 0, "error": f"candidate_error: {ready.get('error')}"}
+    tally = Tally(recorder.lines)
+    referenced = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    entry_point = job.get("entry_point")
+    error = None
+    try:
+        namespace = bind_candidate(session, ready["globals"], referenced)
+        namespace["__judge_assert__"] = tally
+        exec(compile(tree, "<test>", "exec"), namespace)
+        if entry_point:
+            if ready["globals"].get(entry_point) != "callable":
+                raise CandidateFailure(f"the completion defines no function {entry_point!r}")
+            namespace[job.get("check_name") or "check"](RemoteObject(session, {"name": entry_point}))
+    except UnsupportedTest as exc:
+        return {"unusable": str(exc)}
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {str(exc)[:300]}"
+    return {"total": len(recorder.lines), "passed": tally.passed(), "failures": tally.failures, "error": error}
+
+
+def run_job(job_fd: int, request_fd: int, reply_fd: int) -> None:
+    job = LineReader(job_fd, MAX_MESSAGE_BYTES).read_message()
+    if job is None:
+        return
+    signal.alarm(max(1, int(job.get("deadline_s", 60))))  # a backstop: the verifier also enforces its deadline
+    session = Session(request_fd, reply_fd)
+    try:
+        verdict = judge(job, session)
+    except CandidateFailure as exc:
+        verdict = {"total": None, "passed": 0, "error": f"candidate_error: {exc}"}
+    os.close(request_fd)  # end of file tells the candidate harness to exit
+    write_message(job_fd, verdict)
+
+
+def main() -> None:
+    control = socket.socket(fileno=int(sys.argv[1]))
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    sys.set_int_max_str_digits(0)  # candidates may return big integers; tests may print them
+    while True:
+        message, fds, _, _ = socket.recv_fds(control, 16, 3)
+        if not message:
+            return
+        if len(fds) == 3 and os.fork() == 0:
+            control.close()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            try:
+                run_job(*fds)
+            finally:
+                os._exit(0)
+        for fd in fds:
+            os.close(fd)
+
+
+if __name__ == "__main__":
+    main()
+
+
+__all__ = ["Unrepresentable", "judge"]

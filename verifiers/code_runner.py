@@ -1,0 +1,156 @@
+"""Runs one candidate against one kind of test, with the sandbox pool and the judge process.
+
+Function tests (assert-style and `check(candidate)`): the candidate's code goes into a warm sandbox, the test code into
+a child of the judge zygote, and the two talk over pipes; the verifier only waits for the judge's verdict, under the
+wall-clock deadline, and then kills the sandbox whatever happened. Stdin/stdout tests: one sandbox per case, whose
+stdout is compared here with the expected output.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import socket
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+from .code_protocol import LineReader, ProtocolError, write_message
+from .sandbox import HERE, SandboxPool
+
+# The judge and the sandbox tear down in a few milliseconds once the candidate is killed.
+TEARDOWN_S = 2.0
+
+
+@dataclass
+class Outcome:
+    """What a run established: assert statements (or cases) passed out of total, and why it stopped, if it did."""
+
+    passed: int = 0
+    total: int | None = None
+    error: str | None = None  # "timeout", "output_limit", "candidate_error: ...", "runtime_error: ...", ...
+    unusable: str | None = None  # the reference cannot be judged (score None)
+    failures: list = field(default_factory=list)
+
+
+class JudgeProcess:
+    """The zygote of code_judge.py; started lazily, restarted if it dies. It runs the venv's interpreter, so test code
+    may import what the trainer can import; it never runs candidate code."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.proc = None
+        self.control = None
+
+    def _start(self) -> None:
+        parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", str(HERE / "code_judge.py"), str(child_end.fileno())],
+            pass_fds=(child_end.fileno(),), stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        child_end.close()
+        self.control = parent_end
+
+    def submit(self, request_w: int, reply_r: int) -> socket.socket:
+        """Hand the candidate's pipes to a new judge child; returns the job socket to talk to it."""
+        ours, theirs = socket.socketpair()
+        try:
+            with self.lock:
+                for attempt in range(2):
+                    if self.proc is None or self.proc.poll() is not None:
+                        self._start()
+                    try:
+                        socket.send_fds(self.control, [b"J"], [theirs.fileno(), request_w, reply_r])
+                        break
+                    except OSError:
+                        if attempt:
+                            raise
+                        self.proc = None
+        finally:
+            theirs.close()
+        return ours
+
+    def close(self) -> None:
+        with self.lock:
+            if self.proc is not None:
+                self.control.close()
+                try:
+                    self.proc.wait(timeout=2)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+                self.proc = None
+
+
+def _read_verdict(job: socket.socket, deadline: float) -> dict | None:
+    remaining = deadline - time.monotonic()
+    if remaining <= 0 or not select.select([job], [], [], remaining)[0]:
+        return None
+    try:
+        return LineReader(job.fileno(), 1 << 24).read_message()
+    except (ProtocolError, OSError):
+        return None
+
+
+def run_function_tests(pool: SandboxPool, judge: JudgeProcess, code: str, job: dict) -> Outcome:
+    """`job`: {"test": test code, "entry_point": name or None}. The verdict comes from the judge only."""
+    limits = pool.limits
+    sandbox = pool.acquire()
+    job_socket = None
+    try:
+        sandbox.send({"mode": "functions", "code": code})
+        job_socket = judge.submit(sandbox.request_w, sandbox.reply_r)
+        sandbox._close_fds(sandbox.request_w, sandbox.reply_r)  # the judge child holds them now
+        sandbox.request_w = sandbox.reply_r = -1
+        start = time.monotonic()
+        write_message(job_socket.fileno(), {**job, "deadline_s": limits.wall_s + TEARDOWN_S})
+        verdict = _read_verdict(job_socket, start + limits.wall_s)
+        timed_out = verdict is None
+        if timed_out:  # kill the candidate; the judge then fails the remaining asserts quickly
+            sandbox.finish()
+            verdict = _read_verdict(job_socket, time.monotonic() + TEARDOWN_S) or {}
+    finally:
+        if job_socket is not None:
+            job_socket.close()
+        sandbox.finish(grace_s=0.5)
+    if verdict.get("unusable"):
+        return Outcome(unusable=str(verdict["unusable"]))
+    error = "timeout" if timed_out else verdict.get("error")
+    passed = verdict.get("passed") if type(verdict.get("passed")) is int else 0
+    total = verdict.get("total") if type(verdict.get("total")) is int else None
+    return Outcome(passed, total, error, failures=list(verdict.get("failures") or []))
+
+
+def normalize_output(text: str) -> list[str]:
+    """Lines without trailing spaces, trailing blank lines dropped: what competitive-programming judges compare."""
+    lines = [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def run_stdio_case(pool: SandboxPool, code: str, stdin: str, expected: str) -> Outcome:
+    """One stdin/stdout case: passes when the program exits with status 0 in time and its output matches."""
+    sandbox = pool.acquire()
+    try:
+        sandbox.send({"mode": "script", "code": code, "stdin": stdin})
+        os.close(sandbox.request_w)
+        sandbox.request_w = -1
+        deadline = time.monotonic() + pool.limits.wall_s
+        output, stopped = sandbox.read_stdout(deadline)
+        status = sandbox.wait(deadline) if stopped is None else None
+    finally:
+        sandbox.finish()
+    if stopped is not None or status is None:
+        return Outcome(0, 1, stopped or "timeout")
+    if status != 0:
+        return Outcome(0, 1, f"runtime_error: exit status {status}")
+    actual = output.decode("utf-8", errors="replace")
+    if normalize_output(actual) != normalize_output(expected):
+        return Outcome(0, 1, None, failures=[{"error": "wrong output", "output": actual[:200]}])
+    return Outcome(1, 1)
+
+
+__all__ = ["JudgeProcess", "Outcome", "run_function_tests", "run_stdio_case"]

@@ -1,0 +1,190 @@
+"""The `code` verifier: runs a completion's Python against hidden unit tests in a sandbox.
+
+```python
+verifier = get_verifier("code", timeout_s=5, partial_credit=False)
+verifier.verify(completion, "assert add(1, 2) == 3")                                   # assert-style (MBPP)
+verifier.verify(completion, {"test": "def check(candidate): ...", "entry_point": "add"})  # HumanEval
+verifier.verify(completion, [{"input": "1 2\\n", "output": "3\\n"}])                     # stdin/stdout
+```
+
+The verdict is formed outside the sandbox (see code_judge.py and code_harness.py for why it cannot be forged) and the
+result's `details` say which isolation was in force (see sandbox.py for what each level protects against).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from .base import VerificationResult, Verifier, register_verifier
+from .code_runner import JudgeProcess, Outcome, run_function_tests, run_stdio_case
+from .sandbox import Limits, SandboxPool, detect_isolation
+
+logger = logging.getLogger("trl_grpo_ext.verifiers")
+
+_FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)```", re.DOTALL)
+
+
+def extract_code(completion: str) -> str:
+    """The last ```python block (or, if no block is labelled Python, the last fenced block); else the whole text."""
+    blocks = _FENCE.findall(completion)
+    python_blocks = [body for lang, body in blocks if lang.lower() in ("python", "py", "python3")]
+    if python_blocks or blocks:
+        return (python_blocks or [body for _, body in blocks])[-1]
+    return completion
+
+
+def parse_reference(reference: Any) -> tuple[str, Any]:
+    """("functions", {"test", "entry_point"}) or ("stdio", [(input, output), ...]); ValueError when unusable.
+
+    Accepted: test code as a string; a list of assert strings (MBPP `test_list`); a dict with `test` (and
+    `entry_point` for HumanEval's `check(candidate)`) or MBPP's `test_list` / `test_setup_code` / `test_imports`;
+    stdin/stdout cases as `[{"input", "output"}, ...]` or `{"inputs": [...], "outputs": [...]}`.
+    """
+    if isinstance(reference, str):
+        return "functions", {"test": reference, "entry_point": None}
+    if isinstance(reference, list) and reference and all(isinstance(t, str) for t in reference):
+        return "functions", {"test": "\n".join(reference), "entry_point": None}
+    if isinstance(reference, list) and reference and all(isinstance(t, dict) for t in reference):
+        return "stdio", [_case(t.get("input"), t.get("output")) for t in reference]
+    if isinstance(reference, dict):
+        if "inputs" in reference and "outputs" in reference:
+            inputs, outputs = reference["inputs"], reference["outputs"]
+            if isinstance(inputs, list) and isinstance(outputs, list) and len(inputs) == len(outputs) and inputs:
+                return "stdio", [_case(i, o) for i, o in zip(inputs, outputs)]
+        if isinstance(reference.get("test"), str):
+            entry = reference.get("entry_point")
+            return "functions", {"test": reference["test"], "entry_point": entry if isinstance(entry, str) else None}
+        if isinstance(reference.get("test_list"), list):
+            parts = [
+                *(reference.get("test_imports") or []),
+                reference.get("test_setup_code") or "",
+                *reference["test_list"],
+            ]
+            if all(isinstance(p, str) for p in parts):
+                return "functions", {"test": "\n".join(parts), "entry_point": None}
+    raise ValueError(
+        f"unusable code reference of type {type(reference).__name__}: expected test code (str), a list of asserts, "
+        "{'test': ..., 'entry_point': ...}, or stdin/stdout cases [{'input': ..., 'output': ...}]"
+    )
+
+
+def _case(stdin: Any, stdout: Any) -> tuple[str, str]:
+    if not isinstance(stdin, str) or not isinstance(stdout, str):
+        raise ValueError(f"a stdin/stdout case needs string 'input' and 'output', got {stdin!r:.60} / {stdout!r:.60}")
+    return stdin, stdout
+
+
+@register_verifier("code")
+class CodeVerifier(Verifier):
+    """Runs the completion's Python against unit tests in a sandbox; 1.0 when every test passes."""
+
+    def __init__(
+        self,
+        timeout_s: float = 10.0,
+        memory_mb: int = 1024,
+        max_processes: int = 64,
+        max_output_bytes: int = 8 << 20,
+        partial_credit: bool = False,
+        workers: int | None = None,
+        isolation: str = "auto",
+    ):
+        for name, value in (("timeout_s", timeout_s), ("memory_mb", memory_mb), ("max_processes", max_processes)):
+            if not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"{name}={value!r} must be a positive number.")
+        self.limits = Limits(
+            wall_s=float(timeout_s), cpu_s=max(1, int(timeout_s) + 1), memory_mb=int(memory_mb),
+            processes=int(max_processes), output_bytes=int(max_output_bytes),
+        )  # fmt: skip
+        self.partial_credit = partial_credit
+        self.workers = workers or min(8, os.cpu_count() or 2)
+        self.isolation = detect_isolation(isolation)
+        self._pool = None
+        self._judge = None
+        self._executor = None
+
+    def _ensure_started(self) -> None:
+        if self._pool is None:
+            self._pool = SandboxPool(self.isolation, self.limits, size=self.workers)
+            self._judge = JudgeProcess()
+
+    def verify(self, completion: str, reference: Any) -> VerificationResult:
+        try:
+            kind, tests = parse_reference(reference)
+        except ValueError as exc:
+            logger.warning("code verifier: %s", exc)
+            return VerificationResult(None, f"unusable_reference: {exc}")
+        code = extract_code(completion or "")
+        if not code.strip():
+            return VerificationResult(0.0, "no_code", extracted=code, details=self._details(Outcome()))
+        try:
+            self._ensure_started()
+            outcome = self._run(kind, tests, code)
+        except Exception as exc:  # a verifier never raises into the trainer
+            logger.exception("code verifier: sandbox failure")
+            return VerificationResult(
+                0.0, f"sandbox_error: {type(exc).__name__}: {exc}", code, self._details(Outcome())
+            )
+        return self._result(outcome, code)
+
+    def _run(self, kind: str, tests: Any, code: str) -> Outcome:
+        if kind == "functions":
+            return run_function_tests(self._pool, self._judge, code, tests)
+        total, passed, first_error, failures = len(tests), 0, None, []
+        for stdin, expected in tests:
+            case = run_stdio_case(self._pool, code, stdin, expected)
+            passed += case.passed
+            failures += case.failures[:1]
+            first_error = first_error or case.error
+            if not case.passed and not self.partial_credit:
+                break  # one failure decides a binary reward
+        return Outcome(passed, total, first_error, failures=failures[:5])
+
+    def _result(self, outcome: Outcome, code: str) -> VerificationResult:
+        details = self._details(outcome)
+        if outcome.unusable:
+            logger.warning("code verifier: unusable reference: %s", outcome.unusable)
+            return VerificationResult(None, f"unusable_reference: {outcome.unusable}", code, details)
+        total = outcome.total or 0
+        all_passed = total > 0 and outcome.passed == total and outcome.error is None
+        if all_passed:
+            return VerificationResult(1.0, "correct", code, details)
+        score = min(outcome.passed / total, 1.0) if self.partial_credit and total else 0.0
+        return VerificationResult(score, outcome.error or "wrong", code, details)
+
+    def _details(self, outcome: Outcome) -> dict:
+        return {
+            "passed": outcome.passed,
+            "total": outcome.total,
+            "failures": outcome.failures,
+            "isolation": self.isolation.describe(),
+        }
+
+    def verify_batch(self, completions: Sequence[str], references: Sequence[Any]) -> list[VerificationResult]:
+        if len(completions) != len(references):
+            return super().verify_batch(completions, references)  # raises the contract's error
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="code-verifier")
+        return list(self._executor.map(self.verify, completions, references))
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
+        if self._pool is not None:
+            self._pool.close()
+            self._judge.close()
+            self._pool = self._judge = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+__all__ = ["CodeVerifier", "extract_code", "parse_reference"]
