@@ -170,7 +170,7 @@ def activation_bytes(dims: ModelDims, setup: TrainingSetup, logits: bool = True)
 
     Without checkpointing every layer's tensors are alive at the start of backward. With it (TRL's default) only
     each layer's input survives (e h per token and layer) and one layer is recomputed at a time (Korthikanti et
-    al. 2022, section 5). Logits: TRL keeps completion-token logits (sequences x completion_length x vocab) for the
+    al. 2022, section 5). Head: TRL keeps completion-token logits (sequences x completion_length x vocab) for the
     log-softmax backward; a critic (logits=False) has a scalar head instead.
     """
     tokens = setup.num_sequences * (setup.prompt_length + setup.completion_length)
@@ -180,8 +180,12 @@ def activation_bytes(dims: ModelDims, setup: TrainingSetup, logits: bool = True)
         layers = dims.num_layers * tokens * dims.hidden_size * e + per_layer
     else:
         layers = dims.num_layers * per_layer
-    logit_bytes = setup.num_sequences * setup.completion_length * dims.vocab_size * e if logits else 0
-    return layers + logit_bytes
+    # The final RMSNorm saves an fp32 input and its normalised output over every token; the LM head saves its
+    # input (a copy of the kept positions) and the log-softmax its logits, for completion tokens only.
+    final_norm = tokens * dims.hidden_size * (4 + e)
+    kept = setup.num_sequences * setup.completion_length
+    head = kept * (dims.hidden_size + dims.vocab_size) * e if logits else 0
+    return layers + final_norm + head
 
 
 def kv_cache_bytes(dims: ModelDims, setup: TrainingSetup) -> int:
