@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import random
+import re
 from dataclasses import dataclass
 
 import sympy
@@ -52,7 +53,9 @@ def warm_up() -> None:
 @functools.lru_cache(maxsize=4096)
 def parse_leaf(latex: str) -> sympy.Basic:
     value = plain_number(latex)
-    if value is not None:
+    if value is not None:  # decimals stay approximate (compared with tolerance), integers and fractions exact
+        if re.search(r"[.eE]", latex):
+            return sympy.Float(latex.replace(" ", ""), 30)
         return sympy.Rational(value.numerator, value.denominator)
     try:
         expr = latex2sympy(latex, normalization_config=PARSE_CONFIG)
@@ -101,6 +104,8 @@ def expressions_equal(a: sympy.Basic, b: sympy.Basic, tol: Tolerance) -> bool:
         return a == b
     if a == b:
         return True
+    if _undefined(a) or _undefined(b):  # 12:00 parses as 12/0; two infinities are not one answer
+        return False
     if a.is_Rational and b.is_Rational:  # integers and fractions are compared exactly
         return False
     if a.free_symbols != b.free_symbols:
@@ -132,6 +137,10 @@ def _symbolic_equal(a: sympy.Expr, b: sympy.Expr, tol: Tolerance) -> bool:
         return False
 
 
+def _undefined(expr: sympy.Expr) -> bool:
+    return expr.has(sympy.zoo, sympy.nan)
+
+
 def _matrices_equal(a: object, b: object, tol: Tolerance) -> bool:
     if not (isinstance(a, MatrixBase) and isinstance(b, MatrixBase)) or a.shape != b.shape:
         return False
@@ -145,16 +154,10 @@ def leaves_equal(a: Leaf, b: Leaf, tol: Tolerance) -> bool:
 
 
 def _unordered_equal(a: tuple, b: tuple, tol: Tolerance) -> bool:
-    """Each item of `a` pairs with a distinct equal item of `b` (greedy matching suffices for equality classes)."""
-    if len(a) != len(b):
-        return False
-    unused = list(b)
-    for item in a:
-        match = next((j for j, other in enumerate(unused) if _safe_equal(item, other, tol)), None)
-        if match is None:
-            return False
-        unused.pop(match)
-    return True
+    """Set equality: every item of `a` equals some item of `b` and vice versa (repeats do not count)."""
+    return all(any(_safe_equal(x, y, tol) for y in b) for x in a) and all(
+        any(_safe_equal(x, y, tol) for x in a) for y in b
+    )
 
 
 def _safe_equal(a: object, b: object, tol: Tolerance) -> bool:
@@ -199,12 +202,15 @@ def _intervals_equal(pred: object, ref: object, tol: Tolerance) -> bool:
 
 
 def _equality_value(rel: Relation) -> object | None:
-    """The value a chain of equalities states: `k = 1` -> 1, `x = 2 + 3 = 5` -> 5; None for a genuine equation."""
+    """The value a chain of equalities states: `k = 1` -> 1, `x = 2 + 3 = 5` -> 5, `35 + 70 = 105` -> 105;
+    None for a genuine equation (`2x + z = 1`, `7 = 11a + c`)."""
     if set(rel.ops) != {"="}:
         return None
-    first = rel.parts[0]
+    first, last = rel.parts[0], rel.parts[-1]
     if len(rel.parts) > 2 or (isinstance(first, Leaf) and is_name(first.latex)) or _tuple_of_names(first):
-        return rel.parts[-1]
+        return last
+    if isinstance(first, Leaf) and isinstance(last, Leaf) and not re.search(r"[a-zA-Z]", first.latex + last.latex):
+        return last  # arithmetic shown before the result
     return None
 
 
@@ -270,7 +276,10 @@ def _atoms_equal(a: tuple[sympy.Expr, str], b: tuple[sympy.Expr, str]) -> bool:
 
 
 def _relation_matches_set(rel: Relation, other: object, tol: Tolerance) -> bool:
-    """`-2 \\le x \\le 7` against `[-2, 7]`: the set of real solutions of a one-variable relation."""
+    """`-2 \\le x \\le 7` against `[-2, 7]`: the set a one-variable relation describes."""
+    bounded = _chain_interval(rel)
+    if bounded is not None:
+        return _intervals_equal(bounded, other, tol) or _intervals_equal(other, bounded, tol)
     atoms = _atomic_relations(rel)
     target = _to_sympy_set(other)
     if atoms is None or target is None:
@@ -286,6 +295,22 @@ def _relation_matches_set(rel: Relation, other: object, tol: Tolerance) -> bool:
         return condition.as_set() == target
     except Exception:
         return False
+
+
+def _chain_interval(rel: Relation) -> Interval | None:
+    """`a < f(x) \\le b` with constant ends is the interval (a, b] whatever the middle is."""
+    if len(rel.parts) != 3 or not all(isinstance(p, Leaf) for p in rel.parts):
+        return None
+    low, high = rel.parts[0], rel.parts[2]
+    if re.search(r"[a-zA-Z]", (low.latex + high.latex).replace("\\infty", "").replace("\\frac", "")):
+        return None
+    brackets = {"<": "(", "\\le": "["}
+    flipped = {">": ")", "\\ge": "]"}
+    if all(op in brackets for op in rel.ops):
+        return Interval(brackets[rel.ops[0]], low, high, ")" if rel.ops[1] == "<" else "]")
+    if all(op in flipped for op in rel.ops):
+        return Interval("(" if rel.ops[1] == ">" else "[", high, low, flipped[rel.ops[0]])
+    return None
 
 
 def _to_sympy_set(node: object) -> sympy.Set | None:
@@ -323,14 +348,12 @@ def compare_task(pairs: list[tuple[str, str]], rel_tol: float, abs_tol: float) -
     for pred, ref in pairs:
         ref_structure = parse_structure(ref)
         try:
-            _parse_all_leaves(ref_structure)
-        except (UnparseableError, TooLargeError) as exc:
-            return None, f"unusable_reference: {exc}"
-        try:
             if structures_equal(parse_structure(pred), ref_structure, tol):
                 return True, "symbolic"
-        except UnparseableError as exc:
-            reason = f"unparseable: {exc}"
-        except TooLargeError as exc:
-            reason = f"too_large: {exc}"
+        except (UnparseableError, TooLargeError) as exc:
+            try:
+                _parse_all_leaves(ref_structure)
+            except (UnparseableError, TooLargeError) as ref_exc:
+                return None, f"unusable_reference: {ref_exc}"
+            reason = f"{'unparseable' if isinstance(exc, UnparseableError) else 'too_large'}: {exc}"
     return False, reason

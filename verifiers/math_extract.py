@@ -24,11 +24,14 @@ ANCHORS = re.compile(
     r"final answer is|final answer:|the answer is|answer is|answer:|réponse est|réponse ?:|答案是|答案[:：]|####",
     re.IGNORECASE,
 )
-NUMBER = re.compile(r"(?<![A-Za-z0-9_.])-?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:/\d+)?(?![A-Za-z0-9_])")
+NUMBER = re.compile(
+    r"\\frac\{-?\d+\}\{\d+\}|(?<![A-Za-z0-9_.])-?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:/\d+)?(?![0-9])"
+)
 MATH_BLOCK = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]|\\\((.+?)\\\)|\$([^$\n]+?)\$", re.DOTALL)
 PROSE_WORD = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{3,}")
 SENTENCE_END = re.compile(r"\.(?=\s|$)|\n|。")
-LETTER_TOKEN = re.compile(r"(?<![A-Za-z])([A-Z])(?![A-Za-z])")
+# A choice letter standing alone: not part of a word, a command or a formula ("E*2", "x+B").
+LETTER_TOKEN = re.compile(r"(?<![A-Za-z\\*^/+=_-])([A-Z])(?=$|[\s.,;:!?)]|[^\x00-\x7f])")
 # The longest text between two boxes that still reads as one list: "\boxed{1}, \boxed{2} and \boxed{3}".
 MAX_BOX_GAP_CHARS = 80
 MAX_BOX_GAP_WORDS = 4
@@ -110,9 +113,9 @@ def find_boxes(text: str) -> list[tuple[int, int, str]]:
 
 def _is_list_gap(gap: str) -> bool:
     """Whether the text between two boxes only joins them into a list (commas, "and", `\\quad`, dollars)."""
-    if len(gap) > MAX_BOX_GAP_CHARS or any(ch.isdigit() for ch in gap):
+    if len(gap) > MAX_BOX_GAP_CHARS or any(ch.isdigit() for ch in re.sub(r"_\{?\w+\}?", "", gap)):
         return False
-    words = re.sub(r"\\[a-zA-Z]+|[{}$()\[\],;.:&\\]", " ", gap).split()
+    words = re.sub(r"\\[a-zA-Z]+|[{}$()\[\],;.:&=\\]|_\{?\w+\}?", " ", gap).split()
     return len(words) <= MAX_BOX_GAP_WORDS
 
 
@@ -155,9 +158,23 @@ def math_blocks(text: str) -> list[str]:
     return [next(g for g in m.groups() if g is not None) for m in MATH_BLOCK.finditer(text)]
 
 
+def all_numbers(text: str) -> list[str]:
+    return [m.group(0) for m in NUMBER.finditer(text) if any(c.isdigit() for c in m.group(0))]
+
+
 def last_number(text: str) -> str | None:
-    numbers = [m.group(0) for m in NUMBER.finditer(text) if any(c.isdigit() for c in m.group(0))]
+    numbers = all_numbers(text)
     return numbers[-1] if numbers else None
+
+
+def _last_block_or_number(text: str) -> str | None:
+    """Whichever comes last: the last math block, or a number in the prose after it."""
+    blocks = list(MATH_BLOCK.finditer(text))
+    tail = text[blocks[-1].end() :] if blocks else text
+    number = last_number(tail)
+    if number is not None:
+        return number
+    return next(g for g in blocks[-1].groups() if g is not None) if blocks else None
 
 
 def looks_like_prose(text: str) -> bool:
@@ -166,28 +183,30 @@ def looks_like_prose(text: str) -> bool:
 
 
 def _answer_in_sentence(sentence: str) -> str | None:
+    """The answer in the sentence after an anchor: after its last " is ", a math block, a formula, or its first number."""
+    if " is " in sentence:
+        sentence = sentence[sentence.rindex(" is ") + 4 :]
     blocks = math_blocks(sentence)
     if blocks:
         return " , ".join(blocks) if len(blocks) > 1 and not looks_like_prose(sentence) else blocks[-1]
-    if " is " in sentence:
-        sentence = sentence[sentence.rindex(" is ") + 4 :]
     sentence = sentence.strip().strip("*").strip()
-    if sentence and not looks_like_prose(sentence):
+    if sentence and not looks_like_prose(sentence) and not NON_LATIN.search(sentence):
         return sentence
-    return last_number(sentence)
+    numbers = all_numbers(sentence)
+    return numbers[0] if numbers else None
 
 
 def anchored_answer(text: str) -> str | None:
     matches = list(ANCHORS.finditer(text))
     if not matches:
         return None
-    segment = text[matches[-1].end() :].lstrip(" :*\t")
+    segment = text[matches[-1].end() :].lstrip(" :*\t\n")
     return _answer_in_sentence(_first_sentence(segment)) or None
 
 
 def letter_answer(text: str, letters: str) -> str | None:
     """A multiple-choice letter among `letters`: boxed, after an anchor, leading ("B."), "(B)", or the last one."""
-    plain = re.sub(r"\\text(?:bf)?\{([^{}]*)\}", r"\1", text).replace("$", "")
+    plain = re.sub(r"\\(?:text|textbf|mathrm|mathbf)\{([^{}]*)\}", r"\1", text).replace("$", "")
     boxes = find_boxes(plain)
     if boxes:
         return _letter_in(boxes[-1][2], letters)
@@ -196,7 +215,7 @@ def letter_answer(text: str, letters: str) -> str | None:
         found = _letter_in(plain[matches[-1].end() :], letters)
         if found:
             return found
-    leading = re.match(r"\s*\(?([A-Z])\)?(?![A-Za-z])", plain)
+    leading = re.match(r"\s*\(?([A-Z])\)?(?=$|[\s.:)。,]|[^\x00-\x7f])", plain)
     if leading and leading.group(1) in letters:
         return leading.group(1)
     parenthesised = [m for m in re.finditer(r"\(([A-Z])\)", plain) if m.group(1) in letters]
@@ -216,7 +235,9 @@ def _letter_in(text: str, letters: str) -> str | None:
 def reference_letter(reference: str) -> str | None:
     """The choice letter when a reference names one: "B", "(B)", "B.", "(D) Alina", "C Cecile", `\\text{(C)}`."""
     plain = re.sub(r"\\(?:text|textbf|mathrm)\{([^{}]*)\}", r"\1", reference).replace("$", "").strip()
-    match = re.fullmatch(r"\(?([A-Z])\)?(?:[.:)]\s*.*|\s+[A-Z][a-z].*)?", plain, re.DOTALL)
+    match = re.fullmatch(r"\(?([A-Z])\)?(?:[.:)]?\s+\S.*|[.:)])?", plain, re.DOTALL)
+    if match and re.match(r"\(?[A-Z]\)?\s+[^A-Z(]", plain) and not re.match(r"[A-Z][.:)]", plain):
+        return None  # "A + B", "C = 5": a formula, not a choice
     return match.group(1) if match else None
 
 
@@ -234,9 +255,8 @@ def extract_answer(text: str, letters: str | None = None) -> Extraction:
         return Extraction(letter, "letter") if letter else Extraction(None, "no_answer")
     finders = (
         ("anchor", anchored_answer),
-        ("math_block", _last_math_block),
         ("bare", _bare),
-        ("last_number", last_number),
+        ("last_block_or_number", _last_block_or_number),
     )
     for how, finder in finders:
         answer = finder(visible)
@@ -248,12 +268,9 @@ def extract_answer(text: str, letters: str | None = None) -> Extraction:
 def _bare(text: str) -> str | None:
     """A short completion that is only a formula (`\\frac{1}{2}`, `(2,4)`) is its own answer."""
     text = text.strip()
-    return text if len(text) <= MAX_BARE_CHARS and not looks_like_prose(text) and not NON_LATIN.search(text) else None
-
-
-def _last_math_block(text: str) -> str | None:
-    blocks = math_blocks(text)
-    return blocks[-1] if blocks else None
+    if len(text) > MAX_BARE_CHARS or "\n" in text or looks_like_prose(text) or NON_LATIN.search(text):
+        return None
+    return text
 
 
 def extract_reference(reference: str) -> Extraction:

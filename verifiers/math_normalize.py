@@ -17,17 +17,17 @@ from fractions import Fraction
 MAX_FAST_NUMBER_CHARS = 60
 MAX_FAST_EXPONENT = 300
 
-SPACING = re.compile(r"\\[,;:! ]|\\q?quad\b|\\displaystyle|\\left\b|\\right\b|\\middle\b|~")
+SPACING = re.compile(r"(?<!\\)\\[,;:! ]|\\q?quad\b|\\displaystyle|\\left\b|\\right\b|\\middle\b|~")
 TEXT_WRAPPERS = re.compile(
     r"\\(?:text|textbf|textit|textrm|textnormal|mathrm|mathbf|mathit|mbox|operatorname|boldsymbol|bm)\s*\{([^{}]*)\}"
 )
-FRAC_ALIASES = re.compile(r"\\[dtc]frac\b")
+FRAC_ALIASES = re.compile(r"\\[dtc]frac(?![a-zA-Z])")
 FRAC_SHORT = re.compile(r"\\frac\s*(\d)\s*(\d)")
 FRAC_SHORT_NUM = re.compile(r"\\frac\s*(\d)\s*\{")
 FRAC_SHORT_DEN = re.compile(r"\\frac\s*(\{[^{}]*\})\s*(\d)")
-SQRT_SHORT = re.compile(r"\\sqrt\s*(\d+|[a-zA-Z])")
+SQRT_SHORT = re.compile(r"\\sqrt\s*(\[[^\[\]]*\])?\s*(\d+|[a-zA-Z])")
 DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degree\b|\\circ\b")
-PERCENT = re.compile(r"\s*(?:\\%|%|\bpercentage\b|\bpercent\b|\bpct\b)\s*$")
+PERCENT = re.compile(r"(?<=[\d\s}])\s*(?:\\%|%|percentage|percent|pct)\s*$")
 CURRENCY = re.compile(r"\\\$|\$|€|£|\\euro\b|\\pounds\b|\brs\.?(?=\s*\d)")
 THOUSANDS = re.compile(r"(?<![\d.,])(\d{1,3})((?:,\d{3})+)(?![\d,])")
 SPACE_THOUSANDS = re.compile(r"-?\d{1,3}(?: \d{3})+(?:\.\d+)?")
@@ -79,18 +79,21 @@ def _fracs_and_roots(text: str) -> str:
     text = FRAC_SHORT.sub(r"\\frac{\1}{\2}", text)
     text = FRAC_SHORT_NUM.sub(r"\\frac{\1}{", text)
     text = FRAC_SHORT_DEN.sub(r"\\frac\1{\2}", text)
-    return SQRT_SHORT.sub(r"\\sqrt{\1}", text)
+    return SQRT_SHORT.sub(lambda m: f"\\sqrt{m.group(1) or ''}{{{m.group(2)}}}", text)
 
 
 def _strip_punctuation(text: str) -> str:
+    """Trailing `.`, `,`, `\\.`, a lone `\\`, a leading `=`; an ellipsis (`1, 2, 3, ...`) is kept."""
     previous = None
     while previous != text:
         previous = text
-        text = text.strip().rstrip(".,;:!?").strip()
-        text = re.sub(r"\\[.,]$", "", text)
+        text = text.strip()
+        if text[-1:] in (".", ",", ";", ":", "!", "?") and not text.endswith(".."):
+            text = text[:-1]
+        text = re.sub(r"\\[.,]?$", "", text) if not text.endswith("\\\\") else text
         if text.startswith("="):
             text = text[1:]
-    return text
+    return text.strip()
 
 
 def _mixed_number(text: str) -> Normalized | None:
@@ -108,6 +111,8 @@ def _mixed_number(text: str) -> Normalized | None:
 def normalize_answer(answer: str, strip_units: bool = True) -> Normalized:
     """Canonical LaTeX for one extracted answer (see the module docstring for the rules)."""
     text = BOLD.sub(r"\1", answer).replace("\n", " ").replace("\r", " ")
+    if "matrix" not in text and "array" not in text:  # answers copied from JSON or code: \\frac -> \frac
+        text = re.sub(r"\\\\(?=[a-zA-Z])", r"\\", text)
     text = text.replace("{,}", ",").replace("\\dots", "\\ldots").replace("\\cdots", "\\ldots")
     text = re.sub(r"(\d),\\!\s*(?=\d)", r"\1,", text)
     text = SPACING.sub(" ", text)
@@ -123,14 +128,31 @@ def normalize_answer(answer: str, strip_units: bool = True) -> Normalized:
         percent = percent or more_percent
     text = _relations(_fracs_and_roots(text))
     text = LIST_WORDS.sub(", ", text) if re.search(r"\d|\\", text) else text
+    if re.fullmatch(r"-?0,\d+", text.strip()):  # 0,111 can only be a decimal comma
+        text = text.replace(",", ".")
     text = THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(",", ""), text)
     text = re.sub(r"\s+", " ", _strip_punctuation(text)).strip()
     if SPACE_THOUSANDS.fullmatch(text):
         text = text.replace(" ", "")
+    if text.startswith("{") and balanced_close(text, 0) == len(text):  # LaTeX grouping braces: {1,3}
+        text = text[1:-1].strip()
     mixed = _mixed_number(text)
     if mixed is not None:
         return Normalized(mixed.text, percent, mixed.invalid)
     return Normalized(text, percent)
+
+
+def balanced_close(text: str, open_at: int) -> int:
+    """Index just past the brace closing the one at `open_at`; -1 if it never closes."""
+    depth = 0
+    for i in range(open_at, len(text)):
+        if text[i] == "{" and (i == 0 or text[i - 1] != "\\"):
+            depth += 1
+        elif text[i] == "}" and (i == 0 or text[i - 1] != "\\"):
+            depth -= 1
+            if depth == 0:
+                return i + 1
+    return -1
 
 
 def _strip_percent(text: str) -> tuple[str, bool]:

@@ -144,9 +144,14 @@ def parse_structure(text: str) -> object:
 
 
 def _relation(parts: list[str], ops: list[str]) -> object:
-    if ops[-1] == "\\approx":  # "x \approx 3" names a value; "1/3 \approx 0.33" keeps the exact side
-        return parse_structure(parts[-1] if is_name(parts[0]) else parts[0])
-    return Relation(tuple(parse_structure(p) for p in parts), tuple("=" if o == "=" else o for o in ops))
+    if "\\approx" in ops:  # "x \approx 3" names a value; "1/3 \approx 0.33" keeps the exact side
+        first = ops.index("\\approx")
+        if first == 0 and is_name(parts[0]):
+            return parse_structure(" ".join(p + " " + o for p, o in zip(parts[1:], ops[1:])) + " " + parts[-1])
+        parts, ops = parts[: first + 1], ops[:first]
+        if not ops:
+            return parse_structure(parts[0])
+    return Relation(tuple(parse_structure(p) for p in parts), tuple(ops))
 
 
 def _bracketed(text: str) -> object | None:
