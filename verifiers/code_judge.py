@@ -173,25 +173,34 @@ class Tally:
         return sum(self.status.values())
 
 
+def _stdlib_module(name: str):
+    top = name.partition(".")[0]
+    if top not in sys.stdlib_module_names or top in UNIMPORTABLE:
+        return None
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
 def bind_candidate(session: Session, kinds: dict, referenced: set) -> dict:
     """The test's namespace: candidate callables as proxies, its stdlib imports re-imported here, values fetched.
 
-    Names of builtins are never bound: a candidate defining `sorted` or `isinstance` must not rewrite the test's tools.
+    Names of builtins are never bound, and a name of a standard-library module is always the real module: a candidate
+    defining `sorted`, or a `math` whose `isclose` always agrees, must not rewrite the test's own tools.
     """
     namespace = {"__name__": "__judge__", "__builtins__": builtins}
     for name, kind in kinds.items():
         if not isinstance(name, str) or not name.isidentifier() or hasattr(builtins, name) or name not in referenced:
             continue
+        if name in sys.stdlib_module_names:
+            kind = f"module:{name}"
         if kind == "callable":
             namespace[name] = RemoteObject(session, {"name": name})
         elif isinstance(kind, str) and kind.startswith("module:"):
-            module = kind.split(":", 1)[1]
-            top = module.partition(".")[0]
-            if top in sys.stdlib_module_names and top not in UNIMPORTABLE:
-                try:
-                    namespace[name] = importlib.import_module(module)
-                except ImportError:
-                    pass
+            module = _stdlib_module(kind.split(":", 1)[1])
+            if module is not None:
+                namespace[name] = module
         elif kind == "value":
             namespace[name] = session.request("get", {"name": name})[1]
     return namespace

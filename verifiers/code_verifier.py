@@ -92,6 +92,7 @@ class CodeVerifier(Verifier):
         partial_credit: bool = False,
         workers: int | None = None,
         isolation: str = "auto",
+        python: str | None = None,
     ):
         for name, value in (("timeout_s", timeout_s), ("memory_mb", memory_mb), ("max_processes", max_processes)):
             if not isinstance(value, (int, float)) or value <= 0:
@@ -102,7 +103,7 @@ class CodeVerifier(Verifier):
         )  # fmt: skip
         self.partial_credit = partial_credit
         self.workers = workers or min(8, os.cpu_count() or 2)
-        self.isolation = detect_isolation(isolation)
+        self.isolation = detect_isolation(isolation, python)
         self._pool = None
         self._judge = None
         self._executor = None

@@ -107,7 +107,8 @@ def bwrap_command(python: str, tmp_mb: int) -> list[str]:
         elif os.path.isdir(top):
             cmd += ["--ro-bind", top, top]
     if not prefix.startswith("/usr/"):
-        cmd += ["--ro-bind", prefix, prefix]
+        cmd += _open_parents(prefix) + ["--ro-bind", prefix, prefix]
+    cmd += _open_parents(f"{INSIDE_DIR}/x")
     for name in SANDBOX_FILES:
         cmd += ["--ro-bind", str(HERE / name), f"{INSIDE_DIR}/{name}"]
     cmd += [
@@ -130,6 +131,14 @@ def bwrap_command(python: str, tmp_mb: int) -> list[str]:
         cmd += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     else:
         cmd += ["--unshare-user"]
+    return cmd
+
+
+def _open_parents(path: str) -> list[str]:
+    """bwrap creates missing parents of a mount point with mode 0700; the uid the candidate runs as needs 0755."""
+    cmd = []
+    for parent in reversed(Path(path).parents[:-1]):
+        cmd += ["--perms", "0755", "--dir", str(parent)]
     return cmd
 
 
@@ -168,15 +177,32 @@ def _detect(requested: str, python: str) -> Isolation:
         problem = f"bwrap cannot start a sandbox here: {run.stderr.decode(errors='replace').strip()[:300]}"
     if requested == "bwrap":
         raise RuntimeError(f"isolation='bwrap' was requested but {problem}. Use isolation='auto' to fall back.")
-    reachable = all(_readable_by_others(HERE / n) for n in SANDBOX_FILES) and _readable_by_others(Path(python))
-    dedicated = root and reachable
+    if root:  # never run untrusted code as root: the harness must be able to drop to a dedicated uid
+        python = _python_for_others(python)
+        if python is None:
+            raise RuntimeError(
+                f"refusing to run candidate code as root without isolation ({problem or 'rlimits requested'}) and "
+                "without an interpreter and harness that an unprivileged uid can read: install bubblewrap "
+                "(apt-get install -y bubblewrap) or pass python= a world-readable interpreter."
+            )
     warning = (
         f"code verifier: weak isolation ({problem or 'requested'}): the candidate can read the file system, use the "
         "network and leave files in world-writable folders"
-        + ("" if dedicated else "; no process limit and no kill of processes that leave the process group")
+        + ("" if root else "; no process limit, and processes that leave the process group are not killed")
     )
     logger.warning(warning)
-    return Isolation("rlimits", dedicated_uid=dedicated, python=python, warning=warning)
+    return Isolation("rlimits", dedicated_uid=root, python=python, warning=warning)
+
+
+def _python_for_others(python: str) -> str | None:
+    """`python`, or else a system interpreter of the same version, if an unprivileged uid can run it and the harness."""
+    if not all(_readable_by_others(HERE / name) for name in SANDBOX_FILES):
+        return None
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for candidate in (python, shutil.which(version, path="/usr/local/bin:/usr/bin:/bin")):
+        if candidate and _readable_by_others(Path(os.path.realpath(candidate))):
+            return os.path.realpath(candidate)
+    return None
 
 
 class UidPool:
