@@ -179,6 +179,8 @@ def test_setups_hold_what_they_should():
     assert ppo["reference_model"] == grpo_v["reference_model"] == 1160 * 2 and grpo_0["reference_model"] == 0
     critic_activations = activation_bytes(SMALL, setup, logits=False)
     assert ppo["activations"] == grpo_0["activations"] + critic_activations
+    separate = estimate("ppo", SMALL, small_setup(precision="bf16", ppo_joint_update=False)).components
+    assert separate["activations"] == grpo_0["activations"]  # the policy's (with logits) outweighs the critic's
     lora = estimate("grpo_verifiers", SMALL, small_setup(lora_rank=2))
     assert lora.components["reference_model"] == 0  # the adapter is disabled instead
 

@@ -53,6 +53,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--no-gradient-checkpointing", dest="gradient_checkpointing", action="store_false", help="TRL's default is on."
     )
+    parser.add_argument(
+        "--ppo-separate-updates",
+        dest="ppo_joint_update",
+        action="store_false",
+        help="PPO updates policy and critic one after the other (verl, OpenRLHF) instead of in one backward (TRL).",
+    )
     parser.add_argument("--json", action="store_true", help="Print bytes as JSON instead of a table.")
 
 
@@ -71,6 +77,7 @@ def setup_from_args(args: argparse.Namespace):
         completion_length=args.completion_length,
         batch_size=args.batch_size,
         gradient_checkpointing=args.gradient_checkpointing,
+        ppo_joint_update=args.ppo_joint_update,
     )
 
 

@@ -58,6 +58,9 @@ class TrainingSetup:
     batch_size: int = 1
     gradient_checkpointing: bool = True
     ds3_gather_for_generation: bool = True  # TRL's default: gather the whole policy to generate under ZeRO-3
+    # PPO: TRL's PPOTrainer ran policy and value model in one forward/backward (both activations alive at once);
+    # verl and OpenRLHF update them one after the other (the larger of the two is alive).
+    ppo_joint_update: bool = True
 
     def __post_init__(self):
         for name, value, choices in (
@@ -238,8 +241,11 @@ def estimate(
         crit = sharded(trained_model(critic, setup, head="score"), setup)
         c["critic"] = crit.frozen_weights + crit.trained_weights + crit.gradients + crit.optimizer_states
         critic_gradients = crit.gradients
-        # TRL's PPO ran policy and value model in one forward (PolicyAndValueWrapper): both sets of activations live.
-        c["activations"] += activation_bytes(critic, setup, logits=False)
+        critic_activations = activation_bytes(critic, setup, logits=False)
+        if setup.ppo_joint_update:
+            c["activations"] += critic_activations
+        else:
+            c["activations"] = max(c["activations"], critic_activations)
     c["kv_cache"] = kv_cache_bytes(policy, setup)
     if setup.zero_stage == 3 and setup.ds3_gather_for_generation:
         full = trained_model(policy, setup)
