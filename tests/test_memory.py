@@ -216,6 +216,11 @@ def test_cli_table_and_json(capsys):
     assert "LoRA r=16" in table and "ZeRO-3 on 8 GPU(s)" in table and "peak per GPU" in table
 
 
+def test_cli_bad_input_is_a_message_not_a_traceback(capsys):
+    assert main(["memory", "--preset", "qwen2.5-7b", "--group-size", "0"]) == 2
+    assert "group_size=0" in capsys.readouterr().err
+
+
 def test_estimate_all_orders_setups():
     peaks = [e.peak for e in estimate_all(PRESETS["qwen2.5-7b"], TrainingSetup()).values()]
     assert peaks == sorted(peaks, reverse=True)  # each setup drops a model the previous one holds

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 GIB = 1024**3
 SETUP_TITLES = {
@@ -119,10 +120,14 @@ def describe(policy, setup) -> str:
 def run(args: argparse.Namespace) -> int:
     from trl_grpo_ext.memory import estimate_all, load_model_dims
 
-    policy = load_model_dims(args.preset or args.model)
-    reward = load_model_dims(args.reward_model) if args.reward_model else None
-    critic = load_model_dims(args.critic_model) if args.critic_model else None
-    setup = setup_from_args(args)
+    try:
+        policy = load_model_dims(args.preset or args.model)
+        reward = load_model_dims(args.reward_model) if args.reward_model else None
+        critic = load_model_dims(args.critic_model) if args.critic_model else None
+        setup = setup_from_args(args)
+    except ValueError as error:  # bad input: say what and how to fix it, without a traceback
+        print(f"trl-grpo-ext memory: error: {error}", file=sys.stderr)
+        return 2
     estimates = estimate_all(policy, setup, reward=reward, critic=critic)
     if args.json:
         payload = {
