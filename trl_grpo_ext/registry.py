@@ -47,7 +47,9 @@ class Registry:
     def validate(self, field: str, name: str) -> None:
         """Raise if `name` is not registered, naming the config `field` it came from."""
         if name not in self._entries:
-            raise ValueError(f"{field}={name!r} is not a registered {self.kind}. Valid choices: {', '.join(self.names())}.")
+            raise ValueError(
+                f"{field}={name!r} is not a registered {self.kind}. Valid choices: {', '.join(self.names())}."
+            )
 
     def names(self) -> list[str]:
         return list(self._entries)
