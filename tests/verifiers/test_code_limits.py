@@ -1,0 +1,186 @@
+"""Adversarial suite, part 2: resource exhaustion, hangs and hostile I/O against the `code` verifier.
+
+Each attack must end with reward 0, a verdict that comes back (the deadline fires) and nothing left running. Attacks
+that could harm the machine run only where the limit they test is in force (a fork bomb needs a process limit).
+The last section repeats the core attacks at the fallback isolation level.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from trl_grpo_ext.verifiers import get_verifier
+from trl_grpo_ext.verifiers.sandbox import FIRST_SANDBOX_UID, SANDBOX_UID_COUNT
+
+ADD_TESTS = "assert add(1, 2) == 3\nassert add(5, 7) == 12\n"
+TIMEOUT_S = 1.5
+
+
+def make_verifier(**options):
+    try:
+        return get_verifier("code", **{"timeout_s": TIMEOUT_S, "workers": 2, **options})
+    except RuntimeError as exc:  # root without bubblewrap and without a world-readable interpreter
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="module")
+def verifier():
+    v = make_verifier()
+    yield v
+    v.close()
+
+
+def sandbox_uid_processes() -> list[int]:
+    """Processes running as a sandbox uid: candidates (warm sandboxes still run as root until they get a job)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            uid = int(open(f"/proc/{pid}/status").read().split("Uid:")[1].split()[0])
+        except (OSError, IndexError, ValueError):
+            continue
+        if FIRST_SANDBOX_UID <= uid < FIRST_SANDBOX_UID + SANDBOX_UID_COUNT:
+            found.append(pid)
+    return found
+
+
+def assert_zero_and_clean(verifier, code, tests=ADD_TESTS, max_s=TIMEOUT_S + 4.0):
+    start = time.monotonic()
+    result = verifier.verify(code, tests)
+    elapsed = time.monotonic() - start
+    assert result.score == 0.0, (result.reason, result.details)
+    assert elapsed < max_s, f"verdict took {elapsed:.1f}s: the deadline did not fire"
+    if verifier.isolation.dedicated_uid:
+        assert sandbox_uid_processes() == []
+    return result
+
+
+EXHAUSTION = {
+    "memory_bomb_at_once": "x = bytearray(64 << 30)\ndef add(a, b): return a + b",
+    "memory_bomb_growing": "chunks = []\nwhile True: chunks.append(bytearray(1 << 24))",
+    "disk_one_huge_file": "open('big', 'wb').write(b'0' * (1 << 30))\ndef add(a, b): return a + b",
+    "disk_many_files": "for i in range(100000): open(f'f{i}', 'wb').write(b'0' * (1 << 20))\n"
+    "def add(a, b): return a + b",
+    "file_descriptors": "fds = [open('/dev/null') for _ in range(1 << 20)]\ndef add(a, b): return a + b",
+    "thread_bomb": "import threading, time\nwhile True: threading.Thread(target=time.sleep, args=(100,)).start()",
+    "cpu_in_many_processes": "import os\nfor _ in range(4): os.fork()\nwhile True: pass",
+    "huge_return_value": "def add(a, b): return [a + b] * 10**9",
+    "deeply_nested_return": "def add(a, b):\n    x = a + b\n    for _ in range(10**5): x = [x]\n    return x",
+    "huge_integer_return": "def add(a, b): return 10**200000 + 7",
+}
+
+HANGS = {
+    "loop_at_import": "while True: pass",
+    "loop_in_call": "def add(a, b):\n    while True: pass",
+    "sleep_forever": "import time\ndef add(a, b): time.sleep(10**6)",
+    "ignore_sigterm": "import signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\ntime.sleep(10**6)",
+    "signal_pause": "import signal\ndef add(a, b): signal.pause()",
+    "self_deadlock": "import threading\nlock = threading.Lock()\ndef add(a, b):\n    lock.acquire(); lock.acquire()",
+    "read_forever_from_stdin": "import sys\ndef add(a, b):\n    while True: sys.stdin.read(); import time; time.sleep(1)",
+    "partial_reply_then_hang": "import os, time\nfor fd in range(3, 64):\n    try: os.write(fd, b'{\"id\": 1, ')\n"
+    "    except OSError: pass\ndef add(a, b): time.sleep(10**6)",
+}
+
+HOSTILE_IO = {
+    "segfault": "import ctypes\ndef add(a, b): return ctypes.string_at(0)",
+    "unbounded_recursion": "import sys\nsys.setrecursionlimit(10**8)\ndef add(a, b): return add(a, b) + 1",
+    "gigabytes_to_stdout": "import sys\ndef add(a, b):\n    while True: sys.stdout.write('x' * 65536)",
+    "giant_line_on_every_fd": "import os, threading\nblob = b'7' * (1 << 27)\n"
+    "for fd in range(3, 64):\n    threading.Thread(target=lambda fd=fd: os.write(fd, blob), daemon=True).start()\n"
+    "def add(a, b): return 0",
+}
+
+
+@pytest.mark.parametrize("attack", sorted(EXHAUSTION))
+def test_resource_exhaustion(verifier, attack):
+    assert_zero_and_clean(verifier, EXHAUSTION[attack])
+
+
+@pytest.mark.parametrize("attack", sorted(HANGS))
+def test_hang_hits_the_deadline(verifier, attack):
+    result = assert_zero_and_clean(verifier, HANGS[attack])
+    assert result.reason == "timeout" or result.reason.startswith("candidate_error"), result.reason
+
+
+@pytest.mark.parametrize("attack", sorted(HOSTILE_IO))
+def test_hostile_io(verifier, attack):
+    assert_zero_and_clean(verifier, HOSTILE_IO[attack])
+
+
+def test_fork_bomb_is_contained(verifier):
+    if not verifier.isolation.process_limit:
+        pytest.skip("no process limit in force here: a fork bomb would not be contained")
+    bomb = "import os\nwhile True:\n    try: os.fork()\n    except OSError: pass"
+    assert_zero_and_clean(verifier, bomb)
+
+
+def test_stdio_program_that_hangs_after_the_right_answer(verifier):
+    code = "print(int(input()) * 2, flush=True)\nwhile True: pass"
+    assert_zero_and_clean(verifier, code, [{"input": "21\n", "output": "42\n"}])
+
+
+def test_stdio_gigabytes_of_output_stop_at_the_output_limit(verifier):
+    code = "import sys\nwhile True: sys.stdout.write('42\\n' * 65536)"
+    result = assert_zero_and_clean(verifier, code, [{"input": "", "output": "42\n"}], max_s=TIMEOUT_S)
+    assert result.reason == "output_limit"
+
+
+def test_stdio_invalid_utf8_output(verifier):
+    code = "import sys\nsys.stdout.buffer.write(b'\\xff\\xfe4\\x802\\n')"
+    assert_zero_and_clean(verifier, code, [{"input": "", "output": "42\n"}])
+
+
+def test_stdio_closing_stdout_is_not_an_answer(verifier):
+    code = "import os\nos.close(1)\nimport time\ntime.sleep(10**6)"
+    assert_zero_and_clean(verifier, code, [{"input": "", "output": ""}])
+
+
+def test_stdio_crash_after_the_right_answer_is_a_runtime_error(verifier):
+    code = "print(42, flush=True)\nraise SystemExit(3)"
+    result = assert_zero_and_clean(verifier, code, [{"input": "", "output": "42\n"}])
+    assert result.reason.startswith("runtime_error")
+
+
+def test_verifier_still_works_after_all_that(verifier):
+    assert verifier.verify("def add(a, b): return a + b", ADD_TESTS).score == 1.0
+
+
+# The fallback level: rlimits and (as root) a dedicated uid, no namespaces.
+FALLBACK_ATTACKS = {
+    "sys_exit": "import sys\nsys.exit(0)",
+    "always_equal": "class E:\n    def __eq__(self, o): return True\ndef add(a, b): return E()",
+    "mock_any": "from unittest import mock\ndef add(a, b): return mock.ANY",
+    "print_markers": "print('PASS')\ndef add(a, b): return None",
+    "loop_in_call": "def add(a, b):\n    while True: pass",
+    "memory_bomb": "x = bytearray(64 << 30)\ndef add(a, b): return a + b",
+}
+
+
+@pytest.fixture(scope="module")
+def fallback():
+    v = make_verifier(isolation="rlimits")
+    yield v
+    v.close()
+
+
+@pytest.mark.parametrize("attack", sorted(FALLBACK_ATTACKS))
+def test_fallback_level_attacks(fallback, attack):
+    assert fallback.isolation.level == "rlimits" and fallback.isolation.warning
+    assert_zero_and_clean(fallback, FALLBACK_ATTACKS[attack])
+
+
+def test_fallback_fork_bomb_and_daemon_are_killed_by_uid(fallback):
+    if not fallback.isolation.process_limit:
+        pytest.skip("not root: the fallback has no process limit and cannot kill escaped processes")
+    bomb = "import os\nwhile True:\n    try: os.fork()\n    except OSError: pass"
+    assert_zero_and_clean(fallback, bomb)
+    daemon = "import os, time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(60)\ndef add(a, b): return 0"
+    assert_zero_and_clean(fallback, daemon)
+
+
+def test_fallback_benign_solution_scores_one(fallback):
+    result = fallback.verify("import heapq\ndef add(a, b): return heapq.nsmallest(1, [a + b])[0]", ADD_TESTS)
+    assert result.score == 1.0, result.reason
+    assert result.details["isolation"]["level"] == "rlimits"
