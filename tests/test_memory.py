@@ -82,7 +82,8 @@ def test_parameter_counts_match_transformers_models(builder):
 
 
 def test_presets_match_published_parameter_counts():
-    # Model cards: Qwen2.5-0.5B 0.49B (0.36B non-embedding), 7B 7.61B, 32B 32.5B ("32.8B" on the Hub page).
+    # Model cards: Qwen2.5-0.5B 0.49B (0.36B non-embedding), 7B 7.61B, 32B "32.5B" (its config's tensors sum to
+    # 32.76B: 64 x 487.6M per layer + 2 x 152064 x 5120 untied embeddings).
     assert round(count_parameters(PRESETS["qwen2.5-0.5b"]) / 1e9, 2) == 0.49
     assert round(count_parameters(PRESETS["qwen2.5-7b"]) / 1e9, 2) == 7.62
     assert 32.5e9 < count_parameters(PRESETS["qwen2.5-32b"]) < 32.8e9
