@@ -7,7 +7,7 @@ import json
 
 import pytest
 import torch
-from transformers import LlamaConfig
+from transformers import LlamaConfig, TrainerCallback
 
 from trl_grpo_ext.cli import main
 from trl_grpo_ext.memory import (
@@ -241,23 +241,15 @@ def optimizer_tensors(optimizer):
     return [value for state in inner.state.values() for value in state.values()]
 
 
-class HeldBytes:
+class HeldBytes(TrainerCallback):
     """Counts parameter, gradient and optimizer-state bytes right after the optimizer step, before the gradients
     are freed (`Trainer` calls `model.zero_grad()` after `on_optimizer_step`)."""
 
-    def __init__(self):
-        from transformers import TrainerCallback
-
-        held = self
-
-        class Callback(TrainerCallback):
-            def on_optimizer_step(self, args, state, control, model=None, optimizer=None, **kwargs):
-                params = list(model.parameters())
-                held.weights = tensor_bytes(params)
-                held.gradients = tensor_bytes([p.grad for p in params if p.grad is not None])
-                held.optimizer_states = tensor_bytes(optimizer_tensors(optimizer))
-
-        self.callback = Callback()
+    def on_optimizer_step(self, args, state, control, model=None, optimizer=None, **kwargs):
+        params = list(model.parameters())
+        self.weights = tensor_bytes(params)
+        self.gradients = tensor_bytes([p.grad for p in params if p.grad is not None])
+        self.optimizer_states = tensor_bytes(optimizer_tensors(optimizer))
 
 
 def within(measured: float, estimated: float, tolerance: float = 0.05) -> bool:
@@ -295,7 +287,7 @@ def train_one_step(tmp_path, *, beta, dtype=torch.float32, lora_rank=0, reward_m
         train_dataset=Dataset.from_dict({"prompt": ["1+1=", "2+2=", "3+3=", "4+4="]}),
         processing_class=build_tokenizer(),
         peft_config=peft_config,
-        callbacks=[held.callback],
+        callbacks=[held],
     )
     trainer.train()
     return trainer, held
