@@ -402,7 +402,10 @@ class SandboxPool:
                     return
             fresh = Sandbox(self.isolation, self.limits)
             with self.lock:
-                self.idle.append(fresh)
+                if not self.closed:
+                    self.idle.append(fresh)
+                    continue
+            fresh.finish()  # closed meanwhile
 
     def close(self) -> None:
         self.closed = True
