@@ -5,21 +5,25 @@ interrupt C code (a long sympy or gmpy computation). Here each item runs in a se
 deadline the worker is killed (SIGKILL) and a fresh one is started in its place. This holds whichever thread (or asyncio
 task, through `amap`) calls the pool.
 
-Workers are started from a 'forkserver' (or 'spawn' where forkserver is unavailable) context, never plain 'fork':
-forking a process that runs threads (a trainer does) can deadlock the child. Each worker runs `initializer` once
-(e.g. to import sympy), so items do not pay for it; the deadline starts when an item is handed to a ready worker.
+Each worker is a fresh interpreter (`python -c`, through `subprocess`) talking pickles over two pipes, not a
+`multiprocessing` child: forking a threaded trainer can deadlock, and 'spawn'/'forkserver' children re-import the
+caller's `__main__` (a training script without an `if __name__ == "__main__":` guard would start training again
+in every worker, and code run from stdin cannot start workers at all). `initializer` runs once per worker (e.g. to
+import sympy), so items do not pay for it; an item's deadline starts when it is handed to a ready worker.
 
 Thread safety: idle workers sit in a queue; a caller takes workers from it, so concurrent callers share the pool
-fairly and never use the same worker at once.
+fairly and never use the same worker at once. POSIX only (the pipes are passed as inherited file descriptors).
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
-import multiprocessing
 import os
+import pickle
 import queue
+import subprocess
+import sys
 import threading
 import time
 import weakref
@@ -42,7 +46,9 @@ class TaskOutcome:
     elapsed_s: float = 0.0
 
 
-def _worker_main(conn: Connection, initializer: Callable[[], None] | None, memory_limit_mb: int | None) -> None:
+def _worker_main(
+    reader: Connection, writer: Connection, initializer: Callable[[], None] | None, memory_limit_mb: int | None
+) -> None:
     """Worker loop: receive (fn, args), send ("ok", value) or ("error", text); exit on None or a closed pipe."""
     if memory_limit_mb:
         try:
@@ -54,10 +60,10 @@ def _worker_main(conn: Connection, initializer: Callable[[], None] | None, memor
             pass
     if initializer is not None:
         initializer()
-    conn.send(("ready", None))
+    writer.send(("ready", None))
     while True:
         try:
-            message = conn.recv()
+            message = reader.recv()
         except (EOFError, OSError):  # the parent went away
             return
         if message is None:
@@ -68,50 +74,69 @@ def _worker_main(conn: Connection, initializer: Callable[[], None] | None, memor
         except BaseException as exc:  # report everything (MemoryError, RecursionError) instead of dying
             reply = ("error", f"{type(exc).__name__}: {exc}")
         try:
-            conn.send(reply)
-        except Exception as exc:  # an unpicklable return value
-            conn.send(("error", f"could not send the result back: {type(exc).__name__}: {exc}"))
+            writer.send(reply)
+        except (pickle.PicklingError, TypeError, AttributeError) as exc:  # an unpicklable return value
+            writer.send(("error", f"could not send the result back: {type(exc).__name__}: {exc}"))
+        except OSError:  # the parent went away
+            return
 
 
 class _Worker:
-    def __init__(self, ctx: Any, initializer: Callable[[], None] | None, memory_limit_mb: int | None):
-        self.conn, child_conn = ctx.Pipe(duplex=True)
-        self.process = ctx.Process(
-            target=_worker_main, args=(child_conn, initializer, memory_limit_mb), daemon=True, name="deadline-worker"
+    """One worker interpreter and the two pipe ends the parent holds."""
+
+    def __init__(self, initializer: Callable[[], None] | None, memory_limit_mb: int | None):
+        parent_read, child_write = os.pipe()
+        child_read, parent_write = os.pipe()
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+        code = f"from {__name__} import _child_main; _child_main({child_read}, {child_write})"
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", code], pass_fds=(child_read, child_write), stdin=subprocess.DEVNULL, env=env
         )
-        self.process.start()
-        child_conn.close()
+        os.close(child_read)
+        os.close(child_write)
+        self.reader = Connection(parent_read, writable=False)
+        self.writer = Connection(parent_write, readable=False)
+        self.writer.send((initializer, memory_limit_mb))
         self.ready = False
+
+    def send(self, message: Any) -> None:
+        self.writer.send(message)
 
     def wait_ready(self) -> bool:
         if self.ready:
             return True
-        if self.conn.poll(STARTUP_TIMEOUT_S):
+        if self.reader.poll(STARTUP_TIMEOUT_S):
             try:
-                self.ready = self.conn.recv()[0] == "ready"
+                self.ready = self.reader.recv()[0] == "ready"
             except (EOFError, OSError):
                 self.ready = False
         return self.ready
 
     def kill(self) -> None:
-        if self.process.is_alive():
+        if self.process.poll() is None:
             self.process.kill()
-        self.process.join(timeout=5)
-        self.conn.close()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # unkillable (uninterruptible I/O): leave it to the OS
+            pass
+        self.reader.close()
+        self.writer.close()
 
     def stop(self) -> None:
         """Ask politely, then kill: a worker stuck in C code never reads the request."""
         try:
-            self.conn.send(None)
-        except (OSError, ValueError):
+            self.writer.send(None)
+            self.process.wait(timeout=1)
+        except (OSError, ValueError, subprocess.TimeoutExpired):
             pass
-        self.process.join(timeout=1)
         self.kill()
 
 
-def _default_context() -> Any:
-    methods = multiprocessing.get_all_start_methods()
-    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+def _child_main(read_fd: int, write_fd: int) -> None:
+    """Entry point of a worker interpreter."""
+    reader, writer = Connection(read_fd, writable=False), Connection(write_fd, readable=False)
+    initializer, memory_limit_mb = reader.recv()
+    _worker_main(reader, writer, initializer, memory_limit_mb)
 
 
 class DeadlinePool:
@@ -130,14 +155,12 @@ class DeadlinePool:
         n_workers: int | None = None,
         initializer: Callable[[], None] | None = None,
         memory_limit_mb: int | None = None,
-        context: Any = None,
     ):
         if n_workers is None:
             n_workers = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
         if not isinstance(n_workers, int) or n_workers < 1:
             raise ValueError(f"n_workers must be a positive integer, got {n_workers!r}.")
         self.n_workers = n_workers
-        self._ctx = context or _default_context()
         self._initializer = initializer
         self._memory_limit_mb = memory_limit_mb
         self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
@@ -151,7 +174,7 @@ class DeadlinePool:
         atexit.register(self._finalizer)
 
     def _spawn(self) -> _Worker:
-        worker = _Worker(self._ctx, self._initializer, self._memory_limit_mb)
+        worker = _Worker(self._initializer, self._memory_limit_mb)
         with self._lock:
             self._all.add(worker)
         return worker
@@ -176,7 +199,12 @@ class DeadlinePool:
                 return None
             if worker.wait_ready():
                 return worker
-            self._retire(worker, replace=True)  # it died while starting; try the next one
+            # A worker that cannot start (broken environment, failing initializer) would fail again: stop here.
+            self._retire(worker, replace=True)
+            raise RuntimeError(
+                f"a worker process did not start within {STARTUP_TIMEOUT_S:g} s (see its stderr above); "
+                "check that the initializer and the function are importable in a fresh interpreter."
+            )
 
     def _release(self, worker: _Worker) -> None:
         if self._closed:
@@ -212,11 +240,11 @@ class DeadlinePool:
                 return
             index = pending.pop()
             try:
-                worker.conn.send((fn, items[index]))
+                worker.send((fn, items[index]))
             except Exception:
                 self._retire(worker, replace=True)
                 raise
-            running[worker.conn] = (worker, index, time.monotonic())
+            running[worker.reader] = (worker, index, time.monotonic())
 
     def _collect(self, running, outcomes, timeout_s: float) -> None:
         now = time.monotonic()
@@ -246,7 +274,7 @@ class DeadlinePool:
 
     def worker_pids(self) -> list[int]:
         with self._lock:
-            return [w.process.pid for w in self._all if w.process.pid is not None]
+            return [w.process.pid for w in self._all]
 
     def close(self) -> None:
         """Stop every worker (killing busy ones). Safe to call more than once."""

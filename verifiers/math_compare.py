@@ -62,6 +62,8 @@ def parse_leaf(latex: str) -> sympy.Basic:
     except Exception as exc:  # the parser raises bare Exceptions on syntax errors
         raise UnparseableError(f"cannot parse {latex!r}: {str(exc).splitlines()[0][:80]}") from None
     guard_size(expr)
+    if isinstance(expr, sympy.MatrixExpr) or (isinstance(expr, sympy.Basic) and expr.has(sympy.MatrixExpr)):
+        expr = expr.doit()  # "A + B" of explicit matrices
     symbol_i = sympy.Symbol("i")
     if isinstance(expr, sympy.Basic) and symbol_i in expr.free_symbols:
         expr = expr.subs(symbol_i, sympy.I)  # `i` is the imaginary unit in answers
@@ -102,10 +104,10 @@ def expressions_equal(a: sympy.Basic, b: sympy.Basic, tol: Tolerance) -> bool:
         return _matrices_equal(a, b, tol)
     if not (isinstance(a, sympy.Expr) and isinstance(b, sympy.Expr)):
         return a == b
+    if _undefined(a) or _undefined(b):  # 12:00 parses as 12/0: zoo == zoo must not make 12:00 equal 1:00
+        return False
     if a == b:
         return True
-    if _undefined(a) or _undefined(b):  # 12:00 parses as 12/0; two infinities are not one answer
-        return False
     if a.is_Rational and b.is_Rational:  # integers and fractions are compared exactly
         return False
     if a.free_symbols != b.free_symbols:
@@ -276,17 +278,15 @@ def _atoms_equal(a: tuple[sympy.Expr, str], b: tuple[sympy.Expr, str]) -> bool:
 
 
 def _relation_matches_set(rel: Relation, other: object, tol: Tolerance) -> bool:
-    """`-2 \\le x \\le 7` against `[-2, 7]`: the set a one-variable relation describes."""
-    bounded = _chain_interval(rel)
-    if bounded is not None:
-        return _intervals_equal(bounded, other, tol) or _intervals_equal(other, bounded, tol)
+    """`-2 \\le x \\le 7` against `[-2, 7]`: the set of real solutions of a one-variable relation; a chain
+    `a < f(x) < b` with constant ends and no solvable variable stands for the interval (a, b)."""
     atoms = _atomic_relations(rel)
     target = _to_sympy_set(other)
-    if atoms is None or target is None:
-        return False
-    symbols = set().union(*(expr.free_symbols for expr, _ in atoms))
-    if len(symbols) != 1:
-        return False
+    symbols = set().union(*(expr.free_symbols for expr, _ in atoms)) if atoms else set()
+    undefined_function = atoms and any(expr.atoms(sympy.core.function.AppliedUndef) for expr, _ in atoms)
+    if atoms is None or target is None or len(symbols) != 1 or undefined_function:
+        bounded = _chain_interval(rel)
+        return bounded is not None and (_intervals_equal(bounded, other, tol) or _intervals_equal(other, bounded, tol))
     (symbol,) = symbols
     real = sympy.Symbol("real_" + symbol.name, real=True)
     ops = {"<": sympy.StrictGreaterThan, "<=": sympy.GreaterThan, "=": sympy.Eq, "!=": sympy.Ne}

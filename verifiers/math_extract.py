@@ -36,6 +36,7 @@ LETTER_TOKEN = re.compile(r"(?<![A-Za-z\\*^/+=_-])([A-Z])(?=$|[\s.,;:!?)]|[^\x00
 MAX_BOX_GAP_CHARS = 80
 MAX_BOX_GAP_WORDS = 4
 MAX_BARE_CHARS = 200
+MATH_DELIMITERS = re.compile(r"(?<!\\)\$|\\\(|\\\[")
 NON_LATIN = re.compile(r"[^\x00-\x7f°€£²³]")
 
 
@@ -119,7 +120,9 @@ def _is_list_gap(gap: str) -> bool:
     return len(words) <= MAX_BOX_GAP_WORDS
 
 
-def boxed_answer(text: str) -> Extraction | None:
+def boxed_answer(text: str, trusted: bool = False) -> Extraction | None:
+    """The boxed answer. Different boxes in separate places are a hedge, unless `trusted` (a reference solution,
+    which states its final answer last) or followed by an explicit "final answer" statement."""
     boxes = find_boxes(text)
     if not boxes:
         return None
@@ -133,8 +136,9 @@ def boxed_answer(text: str) -> Extraction | None:
             runs[-1].append(content.strip())
         else:
             runs.append([content.strip()])
-    if len(runs) > 1 and len({", ".join(run) for run in runs}) > 1:
-        return Extraction(None, "hedge")
+    if len(runs) > 1 and len({", ".join(run) for run in runs}) > 1 and not trusted:
+        stated = anchored_answer(text[boxes[-1][1] :])
+        return Extraction(stated, "anchor") if stated else Extraction(None, "hedge")
     return Extraction(", ".join(runs[-1]), "boxed")
 
 
@@ -172,14 +176,15 @@ def _last_block_or_number(text: str) -> str | None:
     blocks = list(MATH_BLOCK.finditer(text))
     tail = text[blocks[-1].end() :] if blocks else text
     number = last_number(tail)
-    if number is not None:
+    if number is not None or not blocks:
         return number
-    return next(g for g in blocks[-1].groups() if g is not None) if blocks else None
+    block = next(g for g in blocks[-1].groups() if g is not None)
+    return last_number(block) if looks_like_prose(block) else block  # "$? just about 1$" is not a formula
 
 
 def looks_like_prose(text: str) -> bool:
     """More than two plain words (3+ letters, not LaTeX commands) outside `\\text{}`: a sentence, not a formula."""
-    return len(PROSE_WORD.findall(re.sub(r"\\text\{[^{}]*\}", "", text))) > 2
+    return len(PROSE_WORD.findall(re.sub(r"\\(?:text|begin|end|mathrm|operatorname)\{[^{}]*\}", "", text))) > 2
 
 
 def _answer_in_sentence(sentence: str) -> str | None:
@@ -241,13 +246,14 @@ def reference_letter(reference: str) -> str | None:
     return match.group(1) if match else None
 
 
-def extract_answer(text: str, letters: str | None = None) -> Extraction:
-    """The final answer of a completion. `letters` (e.g. "ABCDE") switches on multiple-choice extraction."""
+def extract_answer(text: str, letters: str | None = None, trusted: bool = False) -> Extraction:
+    """The final answer of a completion. `letters` (e.g. "ABCDE") switches on multiple-choice extraction;
+    `trusted` (for references) reads several boxes as the last one instead of a hedge."""
     visible = strip_think(text)
     if visible is None:
         return Extraction(None, "unclosed_think")
     visible = answer_tag(visible)
-    boxed = boxed_answer(visible)
+    boxed = boxed_answer(visible, trusted)
     if boxed is not None and (boxed.answer is None or not letters):
         return boxed
     if letters:
@@ -268,8 +274,10 @@ def extract_answer(text: str, letters: str | None = None) -> Extraction:
 def _bare(text: str) -> str | None:
     """A short completion that is only a formula (`\\frac{1}{2}`, `(2,4)`) is its own answer."""
     text = text.strip()
-    if len(text) > MAX_BARE_CHARS or "\n" in text or looks_like_prose(text) or NON_LATIN.search(text):
+    if len(text) > MAX_BARE_CHARS or "\n" in text or NON_LATIN.search(text) or MATH_DELIMITERS.search(text):
         return None
+    if len(re.findall(r"(?<![\\a-zA-Z])[a-zA-Z]{2,}", re.sub(r"\\text\{[^{}]*\}", "", text))) > 2:
+        return None  # prose
     return text
 
 
@@ -278,7 +286,7 @@ def extract_reference(reference: str) -> Extraction:
     text = reference.strip()
     for marker in ("<answer>", "\\boxed", "\\fbox", "####"):
         if marker in text:
-            return extract_answer(text)
+            return extract_answer(text, trusted=True)
     if looks_like_prose(text) and ANCHORS.search(text):
-        return extract_answer(text)
+        return extract_answer(text, trusted=True)
     return Extraction(text, "bare") if text else Extraction(None, "empty_reference")

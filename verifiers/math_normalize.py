@@ -29,7 +29,8 @@ SQRT_SHORT = re.compile(r"\\sqrt\s*(\[[^\[\]]*\])?\s*(\d+|[a-zA-Z])")
 DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degree\b|\\circ\b")
 PERCENT = re.compile(r"(?<=[\d\s}])\s*(?:\\%|%|percentage|percent|pct)\s*$")
 CURRENCY = re.compile(r"\\\$|\$|€|£|\\euro\b|\\pounds\b|\brs\.?(?=\s*\d)")
-THOUSANDS = re.compile(r"(?<![\d.,])(\d{1,3})((?:,\d{3})+)(?![\d,])")
+# "10,455" but not the pair "(12,102)": a comma right inside brackets separates items.
+THOUSANDS = re.compile(r"(?<![\d.,(\[{])(\d{1,3})((?:,\d{3})+)(?![\d,)\]])")
 SPACE_THOUSANDS = re.compile(r"-?\d{1,3}(?: \d{3})+(?:\.\d+)?")
 MIXED_NUMBER = re.compile(r"(-?)(\d+)\s+(\d+)\s*/\s*(\d+)")
 TRAILING_UNITS = re.compile(

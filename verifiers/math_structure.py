@@ -125,6 +125,10 @@ def _outer_brackets(text: str) -> tuple[str, str, str] | None:
 def parse_structure(text: str) -> object:
     """The structure tree of a normalised answer (see the module docstring)."""
     text = text.strip()
+    groups = [group for group in split_top(text, ";") if group]
+    if len(groups) > 1 and any(len(split_top(group, ",")) > 1 for group in groups):
+        # "p=5, q=2; p=7, q=2": semicolons separate solutions, commas the parts of one solution
+        return Seq("list", tuple(Seq("tuple", tuple(parse_structure(i) for i in split_top(g, ","))) for g in groups))
     items = [item for item in split_top(text, ",;") if item]
     if len(items) > 1:
         return Seq("list", tuple(parse_structure(item) for item in items))
