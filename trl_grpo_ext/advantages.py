@@ -142,7 +142,7 @@ def rank(rewards: torch.Tensor) -> torch.Tensor:
     equal = ((filled.unsqueeze(1) == filled.unsqueeze(2)) & valid.unsqueeze(1)).sum(-1)
     ranks = below.to(rewards.dtype) + (equal.to(rewards.dtype) + 1) / 2
     count = valid.sum(dim=1, keepdim=True).to(rewards.dtype)
-    centred = (ranks - (count + 1) / 2) / ((count - 1) / 2).clamp(min=1)
+    centred = (ranks - (count + 1) / 2) / ((count - 1) / 2).clamp(min=0.5)  # groups of one are zeroed later
     return torch.where(valid, centred, torch.full_like(rewards, math.nan))
 
 
@@ -151,8 +151,10 @@ def pass_at_k(rewards: torch.Tensor, *, k: int) -> torch.Tensor:
     """Pass@k training advantage for binary rewards (arXiv 2508.10751), from n rollouts with c correct.
 
     rho = 1 - C(n-c, k)/C(n, k), s = sqrt(rho (1 - rho)); correct: (1 - rho)/s; wrong: (1 - rho - C(n-c-1, k-1)/C(n-1, k-1))/s.
-    Groups with fewer than k scorable rollouts get 0.
+    Groups with fewer than k scorable rollouts, or where every k-subset passes (c > n - k), get 0.
     """
+    if k < 1:
+        raise ValueError(f"pass_at_k={k} must be at least 1.")
     valid = ~torch.isnan(rewards)
     scored = rewards[valid]
     if not torch.all((scored == 0) | (scored == 1)):
@@ -169,6 +171,8 @@ def pass_at_k(rewards: torch.Tensor, *, k: int) -> torch.Tensor:
             continue
         rho = 1 - math.comb(n - c, k) / math.comb(n, k)
         s = math.sqrt(rho * (1 - rho))
+        if s == 0:  # every k-subset holds a correct answer (c > n - k): pass@k is certain, no signal
+            continue
         correct = (1 - rho) / s
         wrong = (1 - rho - math.comb(n - c - 1, k - 1) / math.comb(n - 1, k - 1)) / s
         out[g] = torch.where(

@@ -110,12 +110,6 @@ def expand_groups(rewards, group_size):
 
 # --- 1. exact values against the reference implementations ---
 
-RANK_BUG = pytest.mark.xfail(
-    strict=True,
-    reason="BUG advantages.rank: a group with exactly 2 scorable rewards gets [-0.5, 0.5] instead of [-1, 1] "
-    "(the scale (count - 1) / 2 = 0.5 is clamped to min=1)",
-)
-
 
 def reference_cases():
     """(estimator, group_size, seed) for every estimator but pass_at_k and opo (own tests). random_rewards always
@@ -123,8 +117,7 @@ def reference_cases():
     for estimator in sorted(set(ESTIMATORS) - {"pass_at_k", "opo"}):
         for group_size in GROUP_SIZES:
             for seed in SEEDS:
-                marks = [RANK_BUG] if estimator == "rank" and group_size in (2, 3) else []
-                yield pytest.param(estimator, group_size, seed, marks=marks)
+                yield pytest.param(estimator, group_size, seed)
 
 
 def test_rank_hand_computed():
@@ -133,7 +126,6 @@ def test_rank_hand_computed():
     torch.testing.assert_close(got, torch.tensor([-1.0, 0.0, 0.0, 1.0, -1.0, 0.0, 1.0, 0.0]))
 
 
-@RANK_BUG
 def test_rank_two_scorable_rewards_span_unit_interval():
     got = compute_advantages(torch.tensor([0.0, 1.0, 5.0, math.nan, 1.0]), 5, "rank")
     assert got.tolist() == [-1.0, 0.0, 1.0, 0.0, 0.0]
@@ -196,11 +188,6 @@ def test_pass_at_k_with_k_1_is_grpo_with_population_std():
     torch.testing.assert_close(pass_at_1, grpo, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ZeroDivisionError,
-    reason="BUG advantages.pass_at_k: when n - c < k, rho = 1 and s = 0, and (1 - rho) / s raises ZeroDivisionError",
-)
 def test_pass_at_k_is_zero_when_every_k_subset_passes():
     # n = 4, c = 2, k = 3: every 3-subset holds a correct rollout, so the group's pass@3 reward is constant (rho = 1,
     # s = 0, both numerators 0): like an all-equal group, it carries no signal and its advantage is 0.
@@ -435,7 +422,6 @@ def test_ordering_preserved(estimator, batch):
     assert_ordering_preserved(rewards, group_size, run(rewards, group_size, estimator))
 
 
-@RANK_BUG
 @PROPERTY_SETTINGS
 @given(batch=reward_batches())
 @example(batch=([0.0, 1.0], 2))
@@ -451,10 +437,7 @@ def test_rank_values_in_unit_interval_with_extremes(batch):
 
 @pytest.mark.parametrize(
     "estimator",
-    [
-        pytest.param(name, marks=[RANK_BUG] if name == "rank" else [])
-        for name in sorted(set(ESTIMATORS) - {"pass_at_k"})
-    ],
+    [name for name in sorted(set(ESTIMATORS) - {"pass_at_k"})],
 )
 @settings(deadline=None, max_examples=25)
 @given(batch=reward_batches())

@@ -1,0 +1,128 @@
+"""GRPOExtConfig: validation with messages that name the field, the value and the choices; stock traps avoided."""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+from trl import GRPOConfig, TrlParser
+
+from trl_grpo_ext import GRPOExtConfig
+from trl_grpo_ext.advantages import list_advantage_estimators
+from trl_grpo_ext.kl import list_kl_estimators
+
+
+def config(tmp_path, **kwargs) -> GRPOExtConfig:
+    return GRPOExtConfig(output_dir=str(tmp_path), report_to="none", **kwargs)
+
+
+def test_bf16_defaults_off_where_unsupported(tmp_path):
+    """Stock GRPOConfig() defaults to bf16 and fails on a CPU-only machine; the extension picks fp32 there."""
+    with pytest.raises(ValueError, match="bf16"):
+        GRPOConfig(output_dir=str(tmp_path), report_to="none")
+    assert config(tmp_path).bf16 is False
+    assert config(tmp_path, bf16=False).bf16 is False
+
+
+def test_defaults_select_stock_behaviour(tmp_path):
+    cfg = config(tmp_path)
+    assert (cfg.advantage_estimator, cfg.kl_estimator, cfg.kl_placement) == ("grpo", "k3", "loss")
+    assert cfg.advantage_epsilon == 1e-4
+    assert cfg.uses_stock_kl
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "choices"),
+    [
+        ("advantage_estimator", "gae", list_advantage_estimators()),
+        ("kl_estimator", "k4", list_kl_estimators()),
+        ("kl_placement", "logits", ["loss", "reward"]),
+        ("advantage_std", "sample", ["unbiased", "biased"]),
+    ],
+)
+def test_unknown_choice_names_field_value_and_choices(tmp_path, field, value, choices):
+    with pytest.raises(ValueError) as error:
+        config(tmp_path, beta=0.1, **{field: value})
+    message = str(error.value)
+    assert field in message and repr(value) in message
+    assert all(choice in message for choice in choices)
+
+
+@pytest.mark.parametrize(
+    "kl_settings",
+    [{"kl_estimator": "k2"}, {"kl_placement": "reward"}, {"kl_clamp": 10.0}, {"kl_target": 0.1}],
+)
+def test_kl_settings_without_beta_fail(tmp_path, kl_settings):
+    with pytest.raises(ValueError, match=r"beta=0\.0.*Set beta > 0"):
+        config(tmp_path, beta=0.0, **kl_settings)
+
+
+def test_kl_in_reward_with_biased_estimator_warns(tmp_path):
+    with pytest.warns(UserWarning, match="only k1 is an unbiased"):
+        config(tmp_path, beta=0.1, kl_placement="reward", kl_estimator="k3", advantage_estimator="rloo")
+
+
+def test_kl_in_reward_with_std_scaled_advantage_warns(tmp_path):
+    with pytest.warns(UserWarning, match="KL noise becomes a full-strength advantage"):
+        config(tmp_path, beta=0.1, kl_placement="reward", kl_estimator="k1")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        config(tmp_path, beta=0.1, kl_placement="reward", kl_estimator="k1", advantage_estimator="dr_grpo")
+
+
+def test_k2_gradient_estimators_warn_about_importance_ratio(tmp_path):
+    with pytest.warns(UserWarning, match="use_bias_correction_kl=False"):
+        config(tmp_path, beta=0.1, kl_estimator="k2")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        config(tmp_path, beta=0.1, kl_estimator="k2", use_bias_correction_kl=False)
+
+
+@pytest.mark.parametrize(
+    ("scale_rewards", "estimator"), [("group", "grpo"), ("batch", "batch_std"), ("none", "dr_grpo")]
+)
+def test_stock_scale_rewards_selects_the_matching_estimator(tmp_path, scale_rewards, estimator):
+    assert config(tmp_path, scale_rewards=scale_rewards).advantage_estimator == estimator
+
+
+def test_contradictory_scale_rewards_fails(tmp_path):
+    with pytest.raises(ValueError, match="scale_rewards='none' contradicts advantage_estimator='rloo'"):
+        config(tmp_path, scale_rewards="none", advantage_estimator="rloo")
+
+
+def test_normalize_then_sum_refuses_other_estimators(tmp_path):
+    with pytest.raises(ValueError, match="normalize_then_sum"):
+        config(tmp_path, multi_objective_aggregation="normalize_then_sum", advantage_estimator="rloo")
+    with pytest.raises(ValueError, match="normalize_then_sum"):
+        config(tmp_path, beta=0.1, multi_objective_aggregation="normalize_then_sum", kl_placement="reward")
+
+
+def test_options_the_estimator_ignores_fail(tmp_path):
+    with pytest.raises(ValueError, match="pass_at_k would be ignored"):
+        config(tmp_path, pass_at_k=4)
+    with pytest.raises(ValueError, match="advantage_std would be ignored"):
+        config(tmp_path, advantage_estimator="rloo", advantage_std="biased")
+    assert config(tmp_path, advantage_estimator="pass_at_k", pass_at_k=4, num_generations=8).pass_at_k == 4
+
+
+def test_pass_at_k_beyond_group_size_fails(tmp_path):
+    with pytest.raises(ValueError, match="pass_at_k=16 must be between 1 and num_generations=8"):
+        config(tmp_path, advantage_estimator="pass_at_k", pass_at_k=16, num_generations=8)
+
+
+@pytest.mark.parametrize(("field", "value"), [("kl_clamp", -1.0), ("kl_target", 0.0), ("advantage_epsilon", -1e-3)])
+def test_out_of_range_numbers_fail(tmp_path, field, value):
+    with pytest.raises(ValueError, match=field):
+        config(tmp_path, beta=0.1, **{field: value})
+
+
+def test_parsed_from_command_line_and_yaml(tmp_path):
+    yaml_file = tmp_path / "config.yaml"
+    yaml_file.write_text("advantage_estimator: rloo\nbeta: 0.02\nkl_estimator: k1\nkl_placement: reward\n")
+    parser = TrlParser(GRPOExtConfig)
+    (cfg,) = parser.parse_args_and_config(
+        ["--config", str(yaml_file), "--output_dir", str(tmp_path), "--report_to", "none", "--kl_target", "0.5"]
+    )
+    assert isinstance(cfg, GRPOExtConfig)
+    assert (cfg.advantage_estimator, cfg.kl_estimator, cfg.kl_placement) == ("rloo", "k1", "reward")
+    assert (cfg.beta, cfg.kl_target) == (0.02, 0.5)

@@ -1,0 +1,207 @@
+"""GRPOExtTrainer behaviour: every estimator trains on the advantages its formula gives, KL in the reward, the adaptive
+coefficient, LoRA, and the reference model of a model built or changed in memory."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from peft import LoraConfig
+from trainer_helpers import digit_reward, length_parity_reward, make_config, parameters, prompt_dataset, train
+from transformers import AutoModelForCausalLM
+
+from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
+from trl_grpo_ext.advantages import (
+    _ADVANTAGE_ESTIMATORS,
+    compute_advantages,
+    list_advantage_estimators,
+    register_advantage_estimator,
+)
+from trl_grpo_ext.kl import list_kl_estimators
+from trl_grpo_ext.tiny_model import build_tiny_model
+
+
+def ext_config(tmp_path, **overrides):
+    return make_config(GRPOExtConfig, tmp_path / "out", **{"max_steps": 2, **overrides})
+
+
+def logged(trainer, key):
+    return [entry[key] for entry in trainer.state.log_history if key in entry]
+
+
+def trained_rewards_and_advantages(trainer):
+    """The last batch's rewards (one reward function) and the advantages in the completions table."""
+    (rewards,) = trainer._logs["rewards"].values()
+    return torch.tensor(list(rewards)), torch.tensor(list(trainer._logs["advantages"]))
+
+
+@pytest.mark.parametrize("estimator", [name for name in list_advantage_estimators() if name != "opo"])
+def test_each_estimator_trains_on_its_formula(tiny_model_dir, tmp_path, estimator):
+    reward = length_parity_reward if estimator == "pass_at_k" else digit_reward
+    extra = {"pass_at_k": 2} if estimator == "pass_at_k" else {}
+    trainer = train(
+        GRPOExtTrainer, ext_config(tmp_path, advantage_estimator=estimator, **extra), tiny_model_dir, [reward]
+    )
+    rewards, advantages = trained_rewards_and_advantages(trainer)
+    expected = compute_advantages(rewards, group_size=4, estimator=estimator, k=extra.get("pass_at_k", 1))
+    torch.testing.assert_close(advantages, expected, rtol=0, atol=0)
+    assert all(math.isfinite(loss) for loss in logged(trainer, "loss"))
+    assert logged(trainer, "advantages/max_abs")[-1] == pytest.approx(advantages.abs().max().item())
+
+
+def test_opo_uses_completion_lengths(tiny_model_dir, tmp_path):
+    trainer = train(GRPOExtTrainer, ext_config(tmp_path, advantage_estimator="opo"), tiny_model_dir)
+    rewards, advantages = trained_rewards_and_advantages(trainer)
+    # Zero-sum under length weights is not checkable without the lengths, but the baseline lies within the rewards.
+    grouped_r, grouped_a = rewards.view(-1, 4), advantages.view(-1, 4)
+    baseline = grouped_r - grouped_a
+    assert torch.all(baseline >= grouped_r.min(dim=1, keepdim=True).values - 1e-6)
+    assert torch.all(baseline <= grouped_r.max(dim=1, keepdim=True).values + 1e-6)
+
+
+@pytest.mark.parametrize("kl_estimator", list_kl_estimators())
+def test_each_kl_estimator_trains_in_the_loss(tiny_model_dir, tmp_path, kl_estimator):
+    cfg = ext_config(tmp_path, beta=0.1, kl_estimator=kl_estimator, learning_rate=1e-2, max_steps=3)
+    trainer = train(GRPOExtTrainer, cfg, tiny_model_dir)
+    # Stock's own k3 path logs it as `kl`; every other estimator adds `kl/<name>` next to the k3 diagnostic `kl`.
+    values = logged(trainer, "kl" if kl_estimator == "k3" else f"kl/{kl_estimator}")
+    assert len(values) == 3 and all(math.isfinite(v) for v in values)
+    assert values[0] == 0.0  # step 1: the policy is the reference
+    assert logged(trainer, "kl")[-1] > 0  # the k3 diagnostic moves once the policy does
+
+
+def test_estimators_combine_with_loss_types_iterations_and_accumulation(tiny_model_dir, tmp_path):
+    cfg = ext_config(
+        tmp_path,
+        beta=0.1,
+        advantage_estimator="rloo",
+        kl_estimator="k2",
+        use_bias_correction_kl=False,
+        loss_type="dapo",
+        num_iterations=2,
+        gradient_accumulation_steps=2,
+        max_steps=2,
+    )
+    trainer = train(GRPOExtTrainer, cfg, tiny_model_dir)
+    assert all(math.isfinite(v) for v in logged(trainer, "loss"))
+    assert len(logged(trainer, "kl/k2")) == 2
+
+
+def test_kl_in_reward_penalises_rewards(tiny_model_dir, tmp_path):
+    """The penalty is zero at step 1 (policy = reference) and grows once the policy moves; the logged reward stays the
+    task reward and `reward_with_kl_penalty` is the task reward minus the penalty."""
+    cfg = ext_config(
+        tmp_path,
+        beta=0.5,
+        kl_estimator="k1",
+        kl_placement="reward",
+        advantage_estimator="dr_grpo",
+        learning_rate=5e-2,
+        max_steps=3,
+    )
+    trainer = train(GRPOExtTrainer, cfg, tiny_model_dir)
+    penalties = logged(trainer, "kl_penalty")
+    assert penalties[0] == 0.0 and penalties[-1] != 0.0
+    for reward, with_penalty, penalty in zip(
+        logged(trainer, "reward"), logged(trainer, "reward_with_kl_penalty"), penalties
+    ):
+        assert with_penalty == pytest.approx(reward - penalty, abs=1e-6)
+
+
+def test_rollout_sequence_kl_is_the_sum_of_token_log_ratios(tiny_model_dir, tmp_path):
+    cfg = ext_config(tmp_path, beta=0.5, kl_estimator="k1", kl_placement="reward", advantage_estimator="rloo")
+    trainer = train(GRPOExtTrainer, cfg, tiny_model_dir)
+    with torch.no_grad():  # move the policy away from the reference
+        for p in trainer.model.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    batch = {
+        "prompt_ids": torch.tensor([[3, 40, 41, 42], [3, 43, 44, 45]]),
+        "prompt_mask": torch.ones(2, 4, dtype=torch.long),
+        "completion_ids": torch.tensor([[50, 51, 52], [53, 54, 2]]),
+        "completion_mask": torch.tensor([[1, 1, 1], [1, 1, 0]]),
+    }
+    input_ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
+
+    def token_logps(model):
+        with torch.no_grad():
+            logits = model(input_ids=input_ids).logits[:, 3:-1]
+        return torch.log_softmax(logits.float(), dim=-1).gather(-1, batch["completion_ids"].unsqueeze(-1)).squeeze(-1)
+
+    batch["ref_per_token_logps"] = token_logps(trainer.ref_model)
+    expected = ((token_logps(trainer.model) - batch["ref_per_token_logps"]) * batch["completion_mask"]).sum(dim=1)
+    got = trainer._rollout_sequence_kl(batch, "train")
+    assert expected.abs().min() > 1e-3
+    torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
+
+
+def test_adaptive_beta_follows_the_controller(tiny_model_dir, tmp_path):
+    """KL far below target: the error clips at -0.2 every step, so beta_t = beta_0 (1 - 0.2 n / horizon)^t with n the
+    completions per optimizer step."""
+    cfg = ext_config(tmp_path, beta=0.1, kl_target=1e6, kl_horizon=40, max_steps=3)
+    trainer = train(GRPOExtTrainer, cfg, tiny_model_dir)
+    n = cfg.per_device_train_batch_size * cfg.gradient_accumulation_steps
+    expected = [0.1 * (1 - 0.2 * n / 40) ** t for t in (1, 2, 3)]
+    assert logged(trainer, "beta") == pytest.approx(expected, rel=1e-12)
+    assert trainer.beta == pytest.approx(expected[-1], rel=1e-12)
+
+
+def test_model_built_in_memory_gets_itself_as_reference(tmp_path):
+    """Stock reloads the reference from model.config._name_or_path, which a model built in memory does not have."""
+    model, tokenizer = build_tiny_model(seed=3)
+    initial = {name: p.detach().clone() for name, p in model.named_parameters()}
+    trainer = train(
+        GRPOExtTrainer, ext_config(tmp_path, beta=0.1, learning_rate=1e-2), model, processing_class=tokenizer
+    )
+    reference = dict(trainer.ref_model.named_parameters())
+    for name, value in initial.items():
+        assert torch.equal(reference[name], value), name
+    assert any(not torch.equal(p, initial[n]) for n, p in parameters(trainer).items())
+
+
+def test_model_changed_in_memory_is_not_replaced_by_its_files(tiny_model_dir, tmp_path):
+    model = AutoModelForCausalLM.from_pretrained(tiny_model_dir)
+    with torch.no_grad():
+        model.model.embed_tokens.weight.mul_(2.0)  # e.g. a warm-up done in memory before GRPO
+    changed = model.model.embed_tokens.weight.detach().clone()
+    trainer = GRPOExtTrainer(
+        model, [digit_reward], args=ext_config(tmp_path, beta=0.1), train_dataset=prompt_dataset()
+    )
+    torch.testing.assert_close(trainer.ref_model.model.embed_tokens.weight, changed, rtol=0, atol=0)
+
+
+def test_lora_trains_only_the_adapter_with_a_custom_kl(tiny_model_dir, tmp_path):
+    peft_config = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj"], task_type="CAUSAL_LM")
+    cfg = ext_config(tmp_path, beta=0.1, kl_estimator="k2", use_bias_correction_kl=False, learning_rate=1e-2)
+    base = dict(AutoModelForCausalLM.from_pretrained(tiny_model_dir).named_parameters())
+    trainer = train(GRPOExtTrainer, cfg, tiny_model_dir, peft_config=peft_config)
+    params = parameters(trainer)
+    lora = {n: p for n, p in params.items() if "lora_" in n}
+    assert lora and any(p.abs().sum() > 0 for n, p in lora.items() if "lora_B" in n)
+    for name, value in params.items():
+        if "lora_" not in name:
+            base_name = name.replace("base_model.model.", "").replace(".base_layer", "")
+            assert torch.equal(value, base[base_name]), name
+    assert len(logged(trainer, "kl/k2")) == 2
+
+
+def test_user_registered_estimator_is_selected_by_name(tiny_model_dir, tmp_path):
+    @register_advantage_estimator("sign_of_centred")
+    def sign_of_centred(rewards):
+        """sign(r - group mean)."""
+        return torch.sign(rewards - torch.nanmean(rewards, dim=1, keepdim=True))
+
+    try:
+        trainer = train(GRPOExtTrainer, ext_config(tmp_path, advantage_estimator="sign_of_centred"), tiny_model_dir)
+        rewards, advantages = trained_rewards_and_advantages(trainer)
+        expected = torch.sign(rewards.view(-1, 4) - rewards.view(-1, 4).mean(dim=1, keepdim=True)).view(-1)
+        torch.testing.assert_close(advantages, expected)
+    finally:
+        del _ADVANTAGE_ESTIMATORS._entries["sign_of_centred"]
+
+
+def test_plain_grpo_config_is_refused_with_advice(tiny_model_dir, tmp_path):
+    from trl import GRPOConfig
+
+    with pytest.raises(TypeError, match="args must be a GRPOExtConfig"):
+        GRPOExtTrainer(tiny_model_dir, [digit_reward], args=make_config(GRPOConfig, tmp_path))
