@@ -36,6 +36,8 @@ LETTER_TOKEN = re.compile(r"(?<![A-Za-z\\*^/+=_-])([A-Z])(?=$|[\s.,;:!?)]|[^\x00
 MAX_BOX_GAP_CHARS = 80
 MAX_BOX_GAP_WORDS = 4
 MAX_BARE_CHARS = 200
+# An inline formula cannot span lines: "$ \n 9 \n $" is broken markup, and its numbers are not an answer.
+BROKEN_INLINE_MATH = re.compile(r"(?<![\\$])\$[^$]*\n[^$]*\$|\\\([^\n]*\n.*?\\\)", re.DOTALL)
 MATH_DELIMITERS = re.compile(r"(?<!\\)\$|\\\(|\\\[")
 NON_LATIN = re.compile(r"[^\x00-\x7f°€£²³]")
 
@@ -175,16 +177,17 @@ def _last_block_or_number(text: str) -> str | None:
     """Whichever comes last: the last math block, or a number in the prose after it."""
     blocks = list(MATH_BLOCK.finditer(text))
     tail = text[blocks[-1].end() :] if blocks else text
-    number = last_number(tail)
+    number = last_number(BROKEN_INLINE_MATH.sub(" ", tail))
     if number is not None or not blocks:
         return number
     block = next(g for g in blocks[-1].groups() if g is not None)
-    return last_number(block) if looks_like_prose(block) else block  # "$? just about 1$" is not a formula
+    return last_number(block) if looks_like_prose(block, min_words=2) else block  # "$? just about 1$"
 
 
-def looks_like_prose(text: str) -> bool:
-    """More than two plain words (3+ letters, not LaTeX commands) outside `\\text{}`: a sentence, not a formula."""
-    return len(PROSE_WORD.findall(re.sub(r"\\(?:text|begin|end|mathrm|operatorname)\{[^{}]*\}", "", text))) > 2
+def looks_like_prose(text: str, min_words: int = 3) -> bool:
+    """At least `min_words` plain words (3+ letters, not LaTeX commands, not in `\\text{}`): a sentence."""
+    plain = re.sub(r"\\(?:text|begin|end|mathrm|operatorname)\{[^{}]*\}", "", text)
+    return len(PROSE_WORD.findall(plain)) >= min_words
 
 
 def _answer_in_sentence(sentence: str) -> str | None:
