@@ -27,7 +27,7 @@ ANCHORS = re.compile(
 NUMBER = re.compile(
     r"\\frac\{-?\d+\}\{\d+\}|(?<![A-Za-z0-9_.])-?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:/\d+)?(?![0-9])"
 )
-MATH_BLOCK = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]|\\\((.+?)\\\)|\$([^$\n]+?)\$", re.DOTALL)
+MATH_BLOCK = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]|\\\(([^\n]+?)\\\)|\$([^$\n]+?)\$", re.DOTALL)
 PROSE_WORD = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{3,}")
 SENTENCE_END = re.compile(r"\.(?=\s|$)|\n|。")
 # A choice letter standing alone: not part of a word, a command or a formula ("E*2", "x+B").
