@@ -174,7 +174,9 @@ def structures_equal(pred: object, ref: object, tol: Tolerance) -> bool:
     if isinstance(pred, Relation) or isinstance(ref, Relation):
         return _with_relation(pred, ref, tol)
     if isinstance(pred, Seq) and isinstance(ref, Seq):
-        if "tuple" in (pred.kind, ref.kind) and "set" not in (pred.kind, ref.kind):
+        if {pred.kind, ref.kind} == {"tuple", "set"}:
+            return False
+        if "tuple" in (pred.kind, ref.kind):
             return len(pred.items) == len(ref.items) and all(
                 structures_equal(x, y, tol) for x, y in zip(pred.items, ref.items)
             )

@@ -37,7 +37,7 @@ TRAILING_UNITS = re.compile(
     r"(?<=[\d}).])\s*(?:\\text\{\s*)?([a-zA-Z]{2,}\.?(?:\s+[a-zA-Z]{2,}\.?){0,2})\}?\s*(\^\s*\{?\d\}?)?$"
 )
 BOLD = re.compile(r"\*\*(.+?)\*\*")
-RELATION_WORDS = {"<=": r" \le ", ">=": r" \ge ", "!=": r" \ne ", r"\neq": r"\ne", r"\leq": r"\le", r"\geq": r"\ge"}
+RELATION_WORDS = {"<=": r" \le ", ">=": r" \ge ", "!=": r" \ne "}
 RELATION_COMMANDS = re.compile(r"\\(?:leqslant|leq|le)\b|\\(?:geqslant|geq|ge)\b|\\(?:neq|ne)\b|\\lt\b|\\gt\b")
 LIST_WORDS = re.compile(r"\s*(?:\\text\{\s*(?:and|or)\s*\}|\b(?:and|or)\b)\s*")
 NUMBER_TEXT = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")

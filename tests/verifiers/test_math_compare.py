@@ -1,0 +1,170 @@
+"""Stage 3 of the math verifier alone: structure and sympy comparison of two normalised answers (in-process)."""
+
+import pytest
+
+from trl_grpo_ext.verifiers.math_compare import TooLargeError, compare_task, guard_size, parse_leaf
+from trl_grpo_ext.verifiers.math_structure import Interval, Leaf, Relation, Seq, Union, is_name, parse_structure
+
+
+def equal(pred: str, ref: str, rel_tol: float = 1e-4, abs_tol: float = 1e-12):
+    return compare_task([(pred, ref)], rel_tol, abs_tol)[0]
+
+
+@pytest.mark.parametrize(
+    "pred, ref",
+    [
+        (r"\frac{x}{7}+\frac{2}{7}", r"\frac{x+2}{7}"),
+        (r"\sec^2(y)", r"\tan^2(y)+1"),
+        ("(r+5)(r+5)", "(r+5)^2"),
+        (r"2\sqrt{2}", r"\sqrt{8}"),
+        (r"\sqrt[3]{8}", "2"),
+        (r"918\frac{1}{2}", "918.5"),
+        (r"\frac{1}{\sqrt{2}}", r"\frac{\sqrt{2}}{2}"),
+        ("0.0833333333", r"\frac{1}{12}"),
+        (r"4.123105625617661", r"\sqrt{17}"),
+        (r"\pi", "3.14159265"),
+        ("2+3i", "3i+2"),
+        (r"\frac{3}{4}i", r"\frac{3i}{4}"),
+        ("e^{i\\pi}", "-1"),
+        ("1,2,3", "3,2,1"),  # a bare list is order-free
+        (r"\{1, 2\}", r"\{2, 1\}"),
+        ("(1,2,3)", "(1, 2, 3)"),
+        ("(1,3)", "1,3"),  # a bare list against a tuple is read in order
+        (r"(0.6, 2.6667]", r"(\frac{3}{5}, \frac{8}{3}]"),
+        (r"[-1, -\frac{1}{2}) \cup (0, 1)", r"(0, 1) \cup [-1, -0.5)"),
+        (r"(-\infty, 3]", r"(-\infty, 3]"),
+        ("k=1", "1"),
+        ("1", "k = 1"),
+        (r"\frac{NO}{BO}=\frac{1}{\sqrt{6}}", r"\frac{1}{\sqrt{6}}"),
+        ("(p,q)=(3,2)", "(3,2)"),
+        ("x = 5+5+1 = 11", "11"),
+        ("35 + 70 = 105", "105"),
+        ("y = x^2+2x+1", "2x+1+x^2"),
+        ("2x+4y-3=0", r"y=-\frac{1}{2}x+\frac{3}{4}"),
+        ("34x+45y-20z+100=0", "-34x-45y+20z-100=0"),
+        (r"x \ge 5", r"5 \le x"),
+        ("x < 1", "-x > -1"),
+        (r"x \le 1", r"-x \ge -1"),
+        (r"x \ne 3", r"3 \ne x"),
+        (r"-2 \le x \le 7", r"[-2,7]"),
+        (r"x > 5", r"(5, \infty)"),
+        ("0<f(x)<1", "(0,1)"),
+        (r"1\le|z|\le \frac{3}{2}", r"[-\frac{3}{2}, -1] \cup [1, \frac{3}{2}]"),
+        (r"a_3 = 2, a_{37} = 19", r"a_{37} = 19, a_3 = 2"),
+        ("x = -5, p = \\frac{14}{3}", "-5, \\frac{14}{3}"),
+        (r"\pm 2021", "-2021, 2021"),
+        (r"1 \pm \sqrt{19}", r"1 - \sqrt{19}, 1 + \sqrt{19}"),
+        ("p=5, q=2; p=7, q=2", "(5,2),(7,2)"),
+        (r"\begin{pmatrix}1 & 2 \\ 3 & 4\end{pmatrix}", r"\begin{bmatrix}1 & 2 \\ 3 & 4\end{bmatrix}"),
+        (
+            r"\begin{pmatrix}1 & 2 \\ 3 & 4\end{pmatrix} + \begin{pmatrix}5 & 6 \\ 7 & 8\end{pmatrix}",
+            r"\begin{pmatrix}6 & 8 \\ 10 & 12\end{pmatrix}",
+        ),
+        (r"\frac{1}{3} \approx 0.33", r"\frac{1}{3}"),
+        (r"x \approx 11", "11"),
+        ("1e-7", "1.00001e-7"),
+    ],
+)
+def test_equal(pred, ref):
+    assert equal(pred, ref) is True
+
+
+@pytest.mark.parametrize(
+    "pred, ref",
+    [
+        ("1e-7", "2e-7"),  # relative tolerance, never fixed decimal rounding
+        ("5.001", "5"),
+        ("1000001", "1000000"),  # integers are exact
+        (r"\frac{1}{3}", "0.33"),
+        ("x+1", "y+1"),
+        ("x^3+2x+1", "x^2+2x+1"),
+        ("(2,4)", "(4,2)"),  # tuples are ordered
+        ("(3,1)", "1,3"),
+        ("[0,1)", "(0,1)"),  # bracket types matter
+        ("[0,1)", "[0,1]"),
+        ("(0,9)", "[0,9)"),
+        ("x > 5", "x < 5"),
+        (r"x \ge 5", r"x \le 5"),
+        ("x > -1", "x < 1"),
+        ("2x+z=1", "1"),  # a genuine equation is not its right-hand side
+        ("7 = 11a+c", "11a+c"),
+        ("12:00", "1:00"),
+        (r"\sqrt{67}, -\sqrt{85}", r"\sqrt{67}"),
+        ("1, 2, 3", "1, 2"),
+        (r"\{1, 2\}", "(1, 2)"),
+        (r"\begin{pmatrix}1 & 2 \\ 3 & 4\end{pmatrix}", r"\begin{pmatrix}1 & 2 \\ 3 & 5\end{pmatrix}"),
+        (r"\begin{pmatrix}1 & 2\end{pmatrix}", r"\begin{pmatrix}1 \\ 2\end{pmatrix}"),
+        ("2+3i", "2-3i"),
+        (r"x \in [-1, 2]", r"[-1, 3]"),
+        (r"-[0,1)", "1"),
+    ],
+)
+def test_not_equal(pred, ref):
+    assert equal(pred, ref) is False
+
+
+def test_tolerances_are_options():
+    assert equal("3.14", r"\pi", rel_tol=1e-3) is True
+    assert equal("3.14", r"\pi", rel_tol=1e-4) is False
+    assert equal("1e-13", "0", abs_tol=1e-12) is True
+
+
+def test_unparseable_prediction_is_wrong_not_a_stray_number():
+    result, reason = compare_task([(r"\frac{1}{2", r"\frac{1}{2}")], 1e-4, 1e-12)
+    assert result is False
+    assert reason.startswith("unparseable")
+
+
+def test_unparseable_reference_is_unusable():
+    result, reason = compare_task([("1", r"\frac{1}{")], 1e-4, 1e-12)
+    assert result is None
+    assert reason.startswith("unusable_reference")
+
+
+@pytest.mark.parametrize("latex", [r"2^{10^{10}}", r"10^{100000}", r"100000!", r"x^{99999}"])
+def test_huge_powers_and_factorials_are_refused_before_evaluation(latex):
+    with pytest.raises(TooLargeError):
+        parse_leaf(latex)
+
+
+def test_moderate_powers_are_allowed():
+    guard_size(parse_leaf(r"2^{100}"))
+    assert equal(r"2^{10}", "1024") is True
+
+
+@pytest.mark.parametrize(
+    "text, structure",
+    [
+        ("1, 2", Seq("list", (Leaf("1"), Leaf("2")))),
+        (r"\{1\}", Seq("set", (Leaf("1"),))),
+        ("(1, 2, 3)", Seq("tuple", (Leaf("1"), Leaf("2"), Leaf("3")))),
+        ("[1, 2)", Interval("[", Leaf("1"), Leaf("2"), ")")),
+        (
+            r"(1,2] \cup [3,4)",
+            Union((Interval("(", Leaf("1"), Leaf("2"), "]"), Interval("[", Leaf("3"), Leaf("4"), ")"))),
+        ),
+        (r"x \le 5", Relation((Leaf("x"), Leaf("5")), (r"\le",))),
+        (r"x \in [0, 1]", Interval("[", Leaf("0"), Leaf("1"), "]")),
+        ("(x-2)(x+2)", Leaf("(x-2)(x+2)")),
+        (r"f(1, 2)", Leaf("f(1, 2)")),
+    ],
+)
+def test_structure(text, structure):
+    assert parse_structure(text) == structure
+
+
+@pytest.mark.parametrize(
+    "text, name",
+    [
+        ("x", True),
+        ("a_{37}", True),
+        ("f(x)", True),
+        ("|AB|", True),
+        ("(p,q)", True),
+        ("2x", False),
+        ("a+3z", False),
+        ("7", False),
+    ],
+)
+def test_is_name(text, name):
+    assert is_name(text) is name
