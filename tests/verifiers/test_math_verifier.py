@@ -72,11 +72,11 @@ def test_verify_batch_matches_verify_one_by_one(math_verifier):
     assert [r.score for r in math_verifier.verify_batch(completions, references)] == [s for _, _, s in CASES]
 
 
-@pytest.mark.parametrize("reference", [None, float("nan"), "", "   ", r"\boxed{1} then much later \boxed{"])
-def test_unusable_reference_scores_none(math_verifier, reference):
+@pytest.mark.parametrize("reference", [None, float("nan"), "", "   "])
+def test_missing_reference_scores_none(math_verifier, reference):
     result = math_verifier.verify(r"\boxed{1}", reference)
-    assert result.score is None or reference == r"\boxed{1} then much later \boxed{"
-    assert result.reason.startswith("unusable_reference") or result.score is not None
+    assert result.score is None
+    assert result.reason.startswith("unusable_reference")
 
 
 def test_unparseable_reference_scores_none(math_verifier):
