@@ -1,0 +1,105 @@
+"""Per-step time of GRPOExtTrainer against stock GRPOTrainer on the same work, alternating in one process.
+
+For each variant, rounds alternate stock and extension (fresh trainers from the same seed, model and data); the
+median step time of each side (first step of every run dropped as warm-up) gives the ratio extension / stock.
+Stock runs with the stock settings the variant corresponds to (beta, loss type); the extension adds its estimator.
+
+    python benchmarks/trainer_overhead.py            # every estimator, 3 rounds of 16 steps
+    python benchmarks/trainer_overhead.py --quick    # defaults and a few estimators
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "support"))
+
+import torch  # noqa: E402
+from trainer_helpers import digit_reward, make_config, prompt_dataset  # noqa: E402
+from transformers import PrinterCallback, TrainerCallback  # noqa: E402
+from trl import GRPOConfig, GRPOTrainer  # noqa: E402
+
+from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer  # noqa: E402
+from trl_grpo_ext.advantages import list_advantage_estimators  # noqa: E402
+from trl_grpo_ext.kl import list_kl_estimators  # noqa: E402
+from trl_grpo_ext.tiny_model import tiny_model_path  # noqa: E402
+
+
+class StepTimer(TrainerCallback):
+    def __init__(self):
+        self.times: list[float] = []
+        self._start = 0.0
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self._start = time.perf_counter()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        self.times.append(time.perf_counter() - self._start)
+
+
+def step_times(trainer_cls, config_cls, settings, reward, model_dir, steps, workdir) -> list[float]:
+    timer = StepTimer()
+    config = make_config(config_cls, workdir, max_steps=steps, logging_steps=steps, disable_tqdm=True, **settings)
+    trainer = trainer_cls(model_dir, [reward], args=config, train_dataset=prompt_dataset(), callbacks=[timer])
+    trainer.remove_callback(PrinterCallback)
+    trainer.train()
+    return timer.times[1:]
+
+
+def binary_digit_reward(completions, **kwargs):
+    return [float(any(ch.isdigit() for ch in c)) for c in completions]
+
+
+def variants(quick: bool) -> list[tuple[str, dict, dict]]:
+    """(name, stock settings, extension-only settings)."""
+    out = [("defaults (grpo, beta=0)", {}, {}), ("defaults, beta=0.04 (k3 in loss)", {"beta": 0.04}, {})]
+    advantage = [e for e in list_advantage_estimators() if e != "grpo"]
+    kl = [k for k in list_kl_estimators() if k != "k3"]
+    if quick:
+        advantage, kl = ["rloo", "rank"], ["k2"]
+    out += [(f"advantage={e}", {}, {"advantage_estimator": e}) for e in advantage]
+    out += [(f"kl={k} in loss", {"beta": 0.04}, {"kl_estimator": k, "use_bias_correction_kl": False}) for k in kl]
+    out.append(
+        (
+            "kl=k1 in reward",
+            {"beta": 0.04},
+            {"kl_estimator": "k1", "kl_placement": "reward", "advantage_estimator": "dr_grpo"},
+        )
+    )
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=16)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    import warnings
+
+    warnings.filterwarnings("ignore")
+    model_dir = tiny_model_path()
+    print(f"{'variant':<40} {'stock s/step':>12} {'ext s/step':>11} {'ratio':>7}")
+    with tempfile.TemporaryDirectory() as workdir:
+        for name, stock_settings, ext_settings in variants(args.quick):
+            stock, ext = [], []
+            # pass@k needs binary rewards; both sides get the same reward function.
+            reward = binary_digit_reward if ext_settings.get("advantage_estimator") == "pass_at_k" else digit_reward
+            for _ in range(args.rounds):
+                stock += step_times(GRPOTrainer, GRPOConfig, stock_settings, reward, model_dir, args.steps, workdir)
+                ext_all = {**stock_settings, **ext_settings}
+                ext += step_times(GRPOExtTrainer, GRPOExtConfig, ext_all, reward, model_dir, args.steps, workdir)
+            s, e = statistics.median(stock), statistics.median(ext)
+            print(f"{name:<40} {s:>12.4f} {e:>11.4f} {e / s:>7.3f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
