@@ -9,7 +9,10 @@ import sys
 
 # name -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
-    "list": ("trl_grpo_ext.commands.list_plugins", "List registered advantage estimators, KL estimators and verifiers."),
+    "list": (
+        "trl_grpo_ext.commands.list_plugins",
+        "List registered advantage estimators, KL estimators and verifiers.",
+    ),
     "memory": ("trl_grpo_ext.commands.memory", "Estimate GPU memory per component for PPO and GRPO setups."),
 }
 
