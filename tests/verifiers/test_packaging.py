@@ -1,0 +1,64 @@
+"""The `verifiers/` folder ships as `trl_grpo_ext.verifiers`, never as a top-level `verifiers` (a popular PyPI name)."""
+
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run_python(code: str, cwd: Path) -> str:
+    done = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_editable_install_exposes_only_the_namespaced_package(tmp_path):
+    code = (
+        "import importlib.util, trl_grpo_ext.verifiers as v\n"
+        "print(v.__file__)\n"
+        "spec = importlib.util.find_spec('verifiers')\n"
+        "print(spec.origin if spec else None)\n"
+    )
+    package_file, top_level = _run_python(code, tmp_path).splitlines()
+    assert Path(package_file).parent == REPO_ROOT / "verifiers"
+    # either no top-level `verifiers` at all, or somebody else's (the PyPI package), never our folder
+    assert top_level == "None" or not Path(top_level).resolve().is_relative_to(REPO_ROOT)
+
+
+def test_importing_the_verifiers_loads_neither_torch_nor_trl_nor_sympy(tmp_path):
+    code = (
+        "import sys\n"
+        "from trl_grpo_ext.verifiers import as_reward_function, get_verifier, list_verifiers, register_verifier\n"
+        "get_verifier('math').verify(r'\\boxed{12}', '12')\n"
+        "print(sorted(m for m in ('torch', 'trl', 'sympy', 'transformers') if m in sys.modules))\n"
+    )
+    assert _run_python(code, tmp_path) == "[]"
+
+
+def test_wheel_contains_trl_grpo_ext_verifiers_and_no_top_level_verifiers(tmp_path):
+    # Build from a copy so that setuptools' build/ and egg-info folders never land in the working tree.
+    source = tmp_path / "src"
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "build", "dist")
+    source.mkdir()
+    shutil.copy(REPO_ROOT / "pyproject.toml", source / "pyproject.toml")
+    readme = REPO_ROOT / "README.md"  # pyproject names it; a placeholder stands in while it does not exist yet
+    (source / "README.md").write_text(readme.read_text() if readme.exists() else "placeholder\n")
+    for folder in ("trl_grpo_ext", "verifiers"):
+        shutil.copytree(REPO_ROOT / folder, source / folder, ignore=ignore)
+    out = tmp_path / "dist"
+    command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(out), str(source)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (wheel,) = out.glob("trl_grpo_ext-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    shipped = {n for n in names if n.startswith("trl_grpo_ext/verifiers/") and n.endswith(".py")}
+    expected = {f"trl_grpo_ext/verifiers/{p.name}" for p in (REPO_ROOT / "verifiers").glob("*.py")}
+    assert expected and expected <= shipped
+    assert "trl_grpo_ext/verifiers/math_verifier.py" in shipped
+    assert not [n for n in names if n.startswith("verifiers/")]
+    top_level = [n for n in names if n.endswith("top_level.txt")]
+    if top_level:
+        assert zipfile.ZipFile(wheel).read(top_level[0]).decode().split() == ["trl_grpo_ext"]
