@@ -7,6 +7,9 @@ case agrees when the verdict (score 1 = equal; 0 or None = not equal) matches `e
     python benchmarks/math_verifier.py            # summary
     python benchmarks/math_verifier.py -v         # also list every case where `math` disagrees with the label
 
+Throughput is timed over whole passes of the set, the same number for both graders: pass 1 right after start-up
+(cold parser caches), pass 2 in the steady state of a training run (both graders cache parsed LaTeX).
+
 Both graders get the same per-item limit: `accuracy_reward` hard-codes 5 s per verification (10 s per parse) in the
 main thread; the `math` verifier runs with timeout_s=5 on its worker processes (one per core).
 """
@@ -35,28 +38,39 @@ def load_cases(folder: Path) -> dict[str, list[dict]]:
     }
 
 
-def run_math(cases: list[dict], n_workers: int | None) -> tuple[list[bool], list, float]:
+def run_math(cases: list[dict], n_workers: int | None, passes: int) -> tuple[list[bool], list, list[float]]:
     from trl_grpo_ext.verifiers import get_verifier
 
     verifier = get_verifier("math", timeout_s=PER_ITEM_LIMIT_S, n_workers=n_workers)
-    verifier.verify_batch([r"\boxed{x+1}"], ["1+x"])  # start the workers before timing
     start = time.perf_counter()
-    results = verifier.verify_batch([c["pred"] for c in cases], [c["gold"] for c in cases])
-    elapsed = time.perf_counter() - start
+    verifier.verify_batch([r"\boxed{x+1}"], ["1+x"])  # start the workers (they warm up) before timing
+    print(f"math: starting and warming the workers took {time.perf_counter() - start:.2f} s (once per training run)")
+    seconds = []
+    for _ in range(passes):
+        start = time.perf_counter()
+        results = verifier.verify_batch([c["pred"] for c in cases], [c["gold"] for c in cases])
+        seconds.append(time.perf_counter() - start)
     verifier.close()
-    return [r.score == 1.0 for r in results], results, elapsed
+    return [r.score == 1.0 for r in results], results, seconds
 
 
-def run_accuracy_reward(cases: list[dict]) -> tuple[list[bool], float]:
+def run_accuracy_reward(cases: list[dict], passes: int) -> tuple[list[bool], list[float]]:
     from trl.rewards import accuracy_reward
 
-    accuracy_reward([[{"role": "assistant", "content": r"\boxed{1}"}]], ["1"])  # import math-verify before timing
-    verdicts = []
-    start = time.perf_counter()
-    for case in cases:  # one at a time: one pathological case must not change the verdict of the others
-        score = accuracy_reward([[{"role": "assistant", "content": case["pred"]}]], [case["gold"]])[0]
-        verdicts.append(score == 1.0)
-    return verdicts, time.perf_counter() - start
+    from trl_grpo_ext.verifiers.math_compare import WARM_UP_PAIRS
+
+    # The same warm-up our workers get: imports and parser caches are ready before timing.
+    for pred, gold in WARM_UP_PAIRS:
+        accuracy_reward([[{"role": "assistant", "content": f"$\\boxed{{{pred}}}$"}]], [f"${gold}$"])
+    seconds = []
+    for _ in range(passes):
+        verdicts = []
+        start = time.perf_counter()
+        for case in cases:  # one at a time: one pathological case must not change the verdict of the others
+            score = accuracy_reward([[{"role": "assistant", "content": case["pred"]}]], [case["gold"]])[0]
+            verdicts.append(score == 1.0)
+        seconds.append(time.perf_counter() - start)
+    return verdicts, seconds
 
 
 def main() -> int:
@@ -64,6 +78,12 @@ def main() -> int:
     parser.add_argument("-v", "--verbose", action="store_true", help="list the cases where `math` disagrees")
     parser.add_argument("--workers", type=int, default=None, help="worker processes (default: usable cores)")
     parser.add_argument("--skip-trl", action="store_true", help="measure only the `math` verifier")
+    parser.add_argument(
+        "--passes",
+        type=int,
+        default=2,
+        help="timed passes over the set; pass 1 is cold, later ones warm (caches filled)",
+    )
     args = parser.parse_args()
     folder = data_dir()
     if not folder.is_dir():
@@ -71,8 +91,9 @@ def main() -> int:
         return 1
     per_file = load_cases(folder)
     cases = [case for file_cases in per_file.values() for case in file_cases]
-    ours, results, ours_s = run_math(cases, args.workers)
-    theirs, theirs_s = ([False] * len(cases), float("nan")) if args.skip_trl else run_accuracy_reward(cases)
+    ours, results, ours_s = run_math(cases, args.workers, args.passes)
+    nan = [float("nan")] * args.passes
+    theirs, theirs_s = ([False] * len(cases), nan) if args.skip_trl else run_accuracy_reward(cases, args.passes)
 
     print(f"{'file':<26} {'cases':>5} {'math':>12} {'accuracy_reward':>16}")
     offset = 0
@@ -92,10 +113,15 @@ def main() -> int:
     )
     timeouts = sum(r.reason == "timeout" for r in results)
     print(
-        f"throughput: math {len(cases) / ours_s:.1f} cases/s ({ours_s:.2f} s, {timeouts} timeouts), "
-        f"accuracy_reward {len(cases) / theirs_s:.1f} cases/s ({theirs_s:.2f} s); ratio {theirs_s / ours_s:.2f}x; "
-        f"per-item limit {PER_ITEM_LIMIT_S:g} s, {os.cpu_count()} cores"
+        f"per-item limit {PER_ITEM_LIMIT_S:g} s, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; "
+        f"math timeouts: {timeouts}"
     )
+    for i, (mine, trl) in enumerate(zip(ours_s, theirs_s)):
+        label = "cold" if i == 0 else "warm"
+        print(
+            f"throughput pass {i + 1} ({label}): math {len(cases) / mine:.1f} cases/s ({mine:.2f} s), "
+            f"accuracy_reward {len(cases) / trl:.1f} cases/s ({trl:.2f} s); ratio {trl / mine:.2f}x"
+        )
     if args.verbose:
         for case, verdict, result in zip(cases, ours, results):
             if verdict != case["expected"]:

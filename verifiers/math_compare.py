@@ -45,9 +45,34 @@ class TooLargeError(ValueError):
     """An expression contains a power or factorial too large to evaluate safely."""
 
 
+# Exercise each comparison path once per worker: sympy imports much of itself lazily on first use (simplify,
+# solvers, sets, matrices), and the ANTLR parser of latex2sympy builds its prediction cache as it meets constructs.
+WARM_UP_PAIRS = [
+    (r"\frac{x}{2}+1", r"\frac{x+2}{2}"),
+    (r"2x+4y-3=0", r"y=-\frac{1}{2}x+\frac{3}{4}"),
+    (r"x \ge 5", r"[5, \infty)"),
+    (r"-2 < x \le 7", r"(-2, 7]"),
+    (r"1 \le |z| \le 2", r"[-2, -1] \cup [1, 2]"),
+    (r"\begin{pmatrix}1 & 2 \\ 3 & 4\end{pmatrix}", r"\begin{bmatrix}1 & 2 \\ 3 & 4\end{bmatrix}"),
+    (r"\sqrt{2}+\sin(\pi/4)", r"1.5 \sqrt{2}"),
+    (r"\sqrt[3]{x^{2}} \cdot 3", r"3x^{2/3}"),
+    (r"\tan^2(y)+1", r"\sec^2(y)"),
+    (r"\log(x) + \ln(e)", r"\log x + 1"),
+    (r"a_{37} = 19", r"a_{37} = 19.0"),
+    (r"(1 - \sqrt{5}) \times 2", r"2 - 2\sqrt{5}"),
+    (r"\frac{\sqrt{3}}{3}", r"\frac{1}{\sqrt{3}}"),
+    (r"2+3i", r"3i+2"),
+    (r"f(x) = \sum_{k=0}^{n} k", r"f(x) = \sum_{k=0}^{n} k"),
+    (r"\binom{5}{2}", r"10"),
+    (r"x^2 \ne 1", r"1 \ne x^2"),
+]
+
+
 def warm_up() -> None:
-    """Worker initializer: import and exercise the parser once so the first item does not pay for it."""
-    parse_leaf(r"\frac{1}{2}+x")
+    """Worker initializer: import and exercise every comparison path once so the first items do not pay for it."""
+    for pred, ref in WARM_UP_PAIRS:
+        compare_task([(pred, ref)], 1e-4, 1e-12)
+    parse_leaf.cache_clear()
 
 
 @functools.lru_cache(maxsize=4096)
@@ -271,12 +296,33 @@ def _atoms_equal(a: tuple[sympy.Expr, str], b: tuple[sympy.Expr, str]) -> bool:
     (ea, kind_a), (eb, kind_b) = a, b
     if kind_a != kind_b or ea.free_symbols != eb.free_symbols:
         return False
-    if eb == 0:
-        return ea == 0
-    ratio = sympy.simplify(ea / eb)
-    if ratio.free_symbols or ratio == 0 or not ratio.is_finite:
+    if eb == 0 or ea == 0:
+        return ea == eb
+    ratio = _constant_ratio(ea, eb)
+    if ratio is None or ratio == 0:
         return False
-    return kind_a in ("=", "!=") or bool(ratio > 0)
+    return kind_a in ("=", "!=") or ratio > 0
+
+
+def _constant_ratio(a: sympy.Expr, b: sympy.Expr) -> float | None:
+    """The constant c with a = c * b, found by sampling random points (simplification only when sampling fails)."""
+    symbols = sorted(a.free_symbols, key=str)
+    rng = random.Random(0)
+    ratios = []
+    for _ in range(SAMPLE_POINTS * 2):
+        point = {s: sympy.Float(rng.uniform(0.3, 2.7)) for s in symbols}
+        va, vb = _numeric(a.xreplace(point)), _numeric(b.xreplace(point))
+        if va is None or vb is None or vb == 0 or abs(va.imag) > 1e-12 or abs(vb.imag) > 1e-12:
+            continue
+        ratios.append(va.real / vb.real)
+        if len(ratios) == SAMPLE_POINTS:
+            close = all(numbers_close(r, ratios[0], Tolerance(1e-9, 1e-12)) for r in ratios)
+            return ratios[0] if close else None
+    try:
+        ratio = sympy.simplify(a / b)
+    except Exception:
+        return None
+    return float(ratio) if not ratio.free_symbols and ratio.is_finite and ratio.is_real else None
 
 
 def _relation_matches_set(rel: Relation, other: object, tol: Tolerance) -> bool:

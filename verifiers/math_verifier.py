@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 from .base import VerificationResult, Verifier, register_verifier
-from .deadline_pool import DeadlinePool
+from .deadline_pool import DeadlinePool, TaskOutcome
 from .math_extract import extract_answer, extract_reference, reference_letter
 from .math_normalize import Normalized, as_word, is_integer_text, normalize_answer, plain_number
 
@@ -24,6 +25,7 @@ logger = logging.getLogger("trl_grpo_ext.verifiers.math")
 
 PERCENT_MODES = ("either", "strip", "fraction")
 CHOICE_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+VERDICT_CACHE_SIZE = 20_000
 
 
 @dataclass
@@ -88,6 +90,7 @@ class MathVerifier(Verifier):
         self.percent, self.strip_units = percent, strip_units
         self.n_workers, self.memory_limit_mb = n_workers, memory_limit_mb
         self._pool: DeadlinePool | None = None
+        self._verdicts: OrderedDict[tuple, TaskOutcome] = OrderedDict()
         self._pool_lock = threading.Lock()
 
     # -- public API ---------------------------------------------------------------------------------------------
@@ -203,6 +206,28 @@ class MathVerifier(Verifier):
         return None
 
     def _run_in_workers(self, pending: list[_Pending]) -> list[VerificationResult]:
+        """Send each distinct undecided pair list to the workers once (a GRPO group often repeats an answer);
+        verdicts are remembered across batches, timeouts and errors are not."""
+        unique = list(dict.fromkeys(tuple(p.pairs) for p in pending if tuple(p.pairs) not in self._verdicts))
+        outcomes = dict(zip(unique, self._compare_in_workers([list(pairs) for pairs in unique])))
+        results = []
+        for item in pending:
+            key = tuple(item.pairs)
+            outcome = self._verdicts.get(key) or outcomes[key]
+            if outcome.status == "ok":
+                self._remember(key, outcome)
+            results.append(self._result_from(item, outcome))
+        return results
+
+    def _remember(self, key: tuple, outcome: TaskOutcome) -> None:
+        self._verdicts[key] = outcome
+        self._verdicts.move_to_end(key)
+        while len(self._verdicts) > VERDICT_CACHE_SIZE:
+            self._verdicts.popitem(last=False)
+
+    def _compare_in_workers(self, pair_lists: list[list[tuple[str, str]]]) -> list[TaskOutcome]:
+        if not pair_lists:
+            return []
         try:
             with self._pool_lock:
                 if self._pool is None:
@@ -210,20 +235,18 @@ class MathVerifier(Verifier):
                         self.n_workers, initializer=warm_up, memory_limit_mb=self.memory_limit_mb
                     )
                 pool = self._pool
-            items = [(p.pairs, self.rel_tol, self.abs_tol) for p in pending]
-            outcomes = pool.map(compare_task, items, timeout_s=self.timeout_s)
+            items = [(pairs, self.rel_tol, self.abs_tol) for pairs in pair_lists]
+            return pool.map(compare_task, items, timeout_s=self.timeout_s)
         except Exception as exc:
             logger.warning("math verifier workers failed: %s: %s; scoring 0", type(exc).__name__, exc)
-            return [VerificationResult(0.0, f"error: {exc}", p.extracted, p.details) for p in pending]
-        results = []
-        for item, outcome in zip(pending, outcomes):
-            if outcome.status == "timeout":
-                logger.info("math verifier timed out after %.1f s on %r", self.timeout_s, item.pairs[0])
-                results.append(VerificationResult(0.0, "timeout", item.extracted, item.details))
-            elif outcome.status == "error":
-                results.append(VerificationResult(0.0, f"error: {outcome.error}", item.extracted, item.details))
-            else:
-                equal, reason = outcome.value
-                score = None if equal is None else float(equal)
-                results.append(VerificationResult(score, "correct" if equal else reason, item.extracted, item.details))
-        return results
+            return [TaskOutcome("error", error=str(exc))] * len(pair_lists)
+
+    def _result_from(self, item: _Pending, outcome: TaskOutcome) -> VerificationResult:
+        if outcome.status == "timeout":
+            logger.info("math verifier timed out after %.1f s on %r", self.timeout_s, item.pairs[0])
+            return VerificationResult(0.0, "timeout", item.extracted, item.details)
+        if outcome.status == "error":
+            return VerificationResult(0.0, f"error: {outcome.error}", item.extracted, item.details)
+        equal, reason = outcome.value
+        score = None if equal is None else float(equal)
+        return VerificationResult(score, "correct" if equal else reason, item.extracted, item.details)

@@ -8,9 +8,9 @@ import pytest
 
 from trl_grpo_ext.verifiers import MathVerifier, get_verifier, list_verifiers
 
-# An equation pair whose comparison (sympy.simplify of a ratio of degree-3000 polynomials) did not finish in 90 s
-# in-process on the development machine.
-SLOW_PAIR = (r"\boxed{x^2 = (x+1)^{3000}}", r"x^2 = (x+2)^{3000}")
+# Undefined functions defeat numeric sampling, so sympy.simplify expands two degree-2000 polynomials: this did not
+# finish in 300 s in-process on the development machine.
+SLOW_PAIR = (r"\boxed{f(x) (x+1)^{2000}}", r"f(x) (x+2)^{2000}")
 DEADLINE_MARGIN_S = 3.0
 
 
@@ -165,6 +165,7 @@ def test_deadline_holds_from_a_worker_thread():
 
 def test_deadline_holds_under_asyncio():
     verifier = get_verifier("math", timeout_s=1.5, n_workers=2)
+    verifier.verify_batch([r"\boxed{x+1}", r"\boxed{x+2}"], ["1+x", "2+x"])  # start the workers first
 
     async def main():
         start = time.monotonic()
@@ -184,7 +185,7 @@ def test_deadline_holds_under_asyncio():
     try:
         results, elapsed, ticks = asyncio.run(main())
         assert [r.reason for r in results] == ["timeout", "correct"]
-        assert elapsed < 1.5 + DEADLINE_MARGIN_S + 2.0  # includes starting two workers
+        assert elapsed < 1.5 + DEADLINE_MARGIN_S
         assert ticks > 5  # the event loop kept running while the workers computed
     finally:
         verifier.close()
