@@ -8,7 +8,8 @@ case agrees when the verdict (score 1 = equal; 0 or None = not equal) matches `e
     python benchmarks/math_verifier.py -v         # also list every case where `math` disagrees with the label
 
 Throughput is timed over whole passes of the set, the same number for both graders: pass 1 right after start-up
-(cold parser caches), pass 2 in the steady state of a training run (both graders cache parsed LaTeX).
+(cold parser caches), pass 2 in the steady state of a training run (both graders cache parsed LaTeX; the `math`
+verifier's cache of whole verdicts is cleared before each pass).
 
 Both graders get the same per-item limit: `accuracy_reward` hard-codes 5 s per verification (10 s per parse) in the
 main thread; the `math` verifier runs with timeout_s=5 on its worker processes (one per core).
@@ -47,6 +48,7 @@ def run_math(cases: list[dict], n_workers: int | None, passes: int) -> tuple[lis
     print(f"math: starting and warming the workers took {time.perf_counter() - start:.2f} s (once per training run)")
     seconds = []
     for _ in range(passes):
+        verifier._verdicts.clear()  # time the comparisons, not the verdict cache (the workers keep their parse caches)
         start = time.perf_counter()
         results = verifier.verify_batch([c["pred"] for c in cases], [c["gold"] for c in cases])
         seconds.append(time.perf_counter() - start)

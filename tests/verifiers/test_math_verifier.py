@@ -8,8 +8,8 @@ import pytest
 
 from trl_grpo_ext.verifiers import MathVerifier, get_verifier, list_verifiers
 
-# Undefined functions defeat numeric sampling, so sympy.simplify expands two degree-2000 polynomials: this did not
-# finish in 300 s in-process on the development machine.
+# Undefined functions defeat numeric sampling, so sympy.simplify expands two degree-2000 polynomials: this took
+# 73 s in-process on the development machine.
 SLOW_PAIR = (r"\boxed{f(x) (x+1)^{2000}}", r"f(x) (x+2)^{2000}")
 DEADLINE_MARGIN_S = 3.0
 
