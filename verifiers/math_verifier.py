@@ -91,6 +91,7 @@ class MathVerifier(Verifier):
         self.n_workers, self.memory_limit_mb = n_workers, memory_limit_mb
         self._pool: DeadlinePool | None = None
         self._verdicts: OrderedDict[tuple, TaskOutcome] = OrderedDict()
+        self._verdicts_lock = threading.Lock()
         self._pool_lock = threading.Lock()
 
     # -- public API ---------------------------------------------------------------------------------------------
@@ -208,22 +209,25 @@ class MathVerifier(Verifier):
     def _run_in_workers(self, pending: list[_Pending]) -> list[VerificationResult]:
         """Send each distinct undecided pair list to the workers once (a GRPO group often repeats an answer);
         verdicts are remembered across batches, timeouts and errors are not."""
-        unique = list(dict.fromkeys(tuple(p.pairs) for p in pending if tuple(p.pairs) not in self._verdicts))
+        with self._verdicts_lock:
+            known = {tuple(p.pairs): self._verdicts.get(tuple(p.pairs)) for p in pending}
+        unique = [key for key, outcome in known.items() if outcome is None]
         outcomes = dict(zip(unique, self._compare_in_workers([list(pairs) for pairs in unique])))
         results = []
         for item in pending:
             key = tuple(item.pairs)
-            outcome = self._verdicts.get(key) or outcomes[key]
+            outcome = known[key] or outcomes[key]
             if outcome.status == "ok":
                 self._remember(key, outcome)
             results.append(self._result_from(item, outcome))
         return results
 
     def _remember(self, key: tuple, outcome: TaskOutcome) -> None:
-        self._verdicts[key] = outcome
-        self._verdicts.move_to_end(key)
-        while len(self._verdicts) > VERDICT_CACHE_SIZE:
-            self._verdicts.popitem(last=False)
+        with self._verdicts_lock:
+            self._verdicts[key] = outcome
+            self._verdicts.move_to_end(key)
+            while len(self._verdicts) > VERDICT_CACHE_SIZE:
+                self._verdicts.popitem(last=False)
 
     def _compare_in_workers(self, pair_lists: list[list[tuple[str, str]]]) -> list[TaskOutcome]:
         if not pair_lists:
