@@ -18,6 +18,7 @@ from trl_grpo_ext.advantages import (
     list_advantage_estimators,
     register_advantage_estimator,
 )
+from trl_grpo_ext.config import K2_GRADIENT_ESTIMATORS
 from trl_grpo_ext.kl import list_kl_estimators
 from trl_grpo_ext.tiny_model import build_tiny_model
 
@@ -62,7 +63,15 @@ def test_opo_uses_completion_lengths(tiny_model_dir, tmp_path):
 
 @pytest.mark.parametrize("kl_estimator", list_kl_estimators())
 def test_each_kl_estimator_trains_in_the_loss(tiny_model_dir, tmp_path, kl_estimator):
-    cfg = ext_config(tmp_path, beta=0.1, kl_estimator=kl_estimator, learning_rate=1e-2, max_steps=3)
+    bias_correction = kl_estimator not in K2_GRADIENT_ESTIMATORS  # those keep k2's gradient only without the ratio
+    cfg = ext_config(
+        tmp_path,
+        beta=0.1,
+        kl_estimator=kl_estimator,
+        use_bias_correction_kl=bias_correction,
+        learning_rate=1e-2,
+        max_steps=3,
+    )
     trainer = train(GRPOExtTrainer, cfg, tiny_model_dir)
     # Stock's own k3 path logs it as `kl`; every other estimator adds `kl/<name>` next to the k3 diagnostic `kl`.
     values = logged(trainer, "kl" if kl_estimator == "k3" else f"kl/{kl_estimator}")
