@@ -1,0 +1,98 @@
+"""Small built-in datasets for the examples, the demo and `compare`: they need no network.
+
+- `arithmetic_problems()` / `arithmetic_dataset()`: single-digit arithmetic whose answers are single digits
+  (`"3+4="` -> `"7"`, `"9-5="` -> `"4"`), checked by the `math` verifier against the `answer` column.
+- `code_tasks()` / `code_dataset()`: a few MBPP-style tasks written for this project, checked by the `code` verifier
+  against the `tests` column (assert statements).
+
+Both return `datasets.Dataset` objects with a `prompt` column in the format TRL's GRPOTrainer reads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+ARITHMETIC_OPERATORS = ("+", "-")
+
+
+def arithmetic_problems(operators: tuple[str, ...] = ARITHMETIC_OPERATORS) -> list[dict[str, str]]:
+    """Every `a op b` with digits a, b whose result is also a single digit: 55 sums (a + b <= 9) and 55 differences
+    (a >= b). Returns [{"prompt": "3+4=", "answer": "7"}, ...] in a fixed order."""
+    unknown = [op for op in operators if op not in ARITHMETIC_OPERATORS]
+    if unknown:
+        raise ValueError(f"operators={unknown!r} are not supported. Valid choices: {', '.join(ARITHMETIC_OPERATORS)}.")
+    problems = []
+    for op in operators:
+        for a in range(10):
+            for b in range(10):
+                result = a + b if op == "+" else a - b
+                if 0 <= result <= 9:
+                    problems.append({"prompt": f"{a}{op}{b}=", "answer": str(result)})
+    return problems
+
+
+def arithmetic_dataset(repeats: int = 100, seed: int = 0, conversational: bool = False):
+    """The arithmetic problems repeated `repeats` times and shuffled with `seed` (one row per prompt; GRPO samples
+    `num_generations` completions of each). Conversational: the prompt is a one-message chat."""
+    from datasets import Dataset
+
+    if repeats < 1:
+        raise ValueError(f"repeats={repeats} must be >= 1.")
+    rows = arithmetic_problems() * repeats
+    if conversational:
+        rows = [{"prompt": [{"role": "user", "content": r["prompt"]}], "answer": r["answer"]} for r in rows]
+    return Dataset.from_list(rows).shuffle(seed=seed)
+
+
+# MBPP-style tasks (written here): a statement, the function name, and assert tests run by the `code` verifier.
+CODE_TASKS: list[dict[str, Any]] = [
+    {
+        "task": "Write a function add(a, b) that returns the sum of two integers.",
+        "tests": ["assert add(1, 2) == 3", "assert add(-4, 4) == 0", "assert add(10, 5) == 15"],
+    },
+    {
+        "task": "Write a function is_even(n) that returns True when the integer n is even.",
+        "tests": ["assert is_even(4) is True", "assert is_even(7) is False", "assert is_even(0) is True"],
+    },
+    {
+        "task": "Write a function reverse_string(s) that returns the string s reversed.",
+        "tests": ["assert reverse_string('abc') == 'cba'", "assert reverse_string('') == ''"],
+    },
+    {
+        "task": "Write a function max_of_list(xs) that returns the largest element of a non-empty list.",
+        "tests": ["assert max_of_list([1, 5, 3]) == 5", "assert max_of_list([-2, -7]) == -2"],
+    },
+    {
+        "task": "Write a function count_vowels(s) that returns how many of the characters of s are vowels (aeiou).",
+        "tests": ["assert count_vowels('hello') == 2", "assert count_vowels('xyz') == 0"],
+    },
+    {
+        "task": "Write a function square_all(xs) that returns a list of the squares of the numbers in xs.",
+        "tests": ["assert square_all([1, 2, 3]) == [1, 4, 9]", "assert square_all([]) == []"],
+    },
+    {
+        "task": "Write a function factorial(n) that returns n! for a non-negative integer n.",
+        "tests": ["assert factorial(0) == 1", "assert factorial(5) == 120"],
+    },
+    {
+        "task": "Write a function first_char(s) that returns the first character of a non-empty string s.",
+        "tests": ["assert first_char('grpo') == 'g'", "assert first_char('a') == 'a'"],
+    },
+]
+
+
+def code_tasks() -> list[dict[str, str]]:
+    """The MBPP-style tasks as rows {"prompt": ..., "tests": "<assert lines>"}."""
+    return [{"prompt": task["task"] + "\n", "tests": "\n".join(task["tests"])} for task in CODE_TASKS]
+
+
+def code_dataset(repeats: int = 50, seed: int = 0, conversational: bool = False):
+    """The code tasks repeated `repeats` times and shuffled with `seed`."""
+    from datasets import Dataset
+
+    if repeats < 1:
+        raise ValueError(f"repeats={repeats} must be >= 1.")
+    rows = code_tasks() * repeats
+    if conversational:
+        rows = [{"prompt": [{"role": "user", "content": r["prompt"]}], "tests": r["tests"]} for r in rows]
+    return Dataset.from_list(rows).shuffle(seed=seed)
