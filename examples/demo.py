@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import sys
 import time
 import warnings
@@ -35,6 +34,8 @@ DEFAULTS = dict(
     beta=0.04,
     entropy_coef=0.0,
     warmup_steps=30,
+    num_layers=2,
+    hidden_size=64,
     seed=0,
     output_dir="outputs/demo",
 )
@@ -48,31 +49,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         parser.add_argument(f"--{name}", type=type(default), default=default)
     parser.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1), help="torch CPU threads.")
     return parser.parse_args(argv)
-
-
-def format_warmup(model, tokenizer, problems: list[dict], steps: int, seed: int, batch_size: int = 32) -> float:
-    """Supervised steps on `prompt + random digit`: teaches the answer format only. Returns the final loss.
-
-    The target digit is drawn afresh for every example, so the best the model can do is the uniform distribution
-    over digits: no arithmetic leaks into the starting policy.
-    """
-    import torch
-
-    rng = random.Random(seed)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
-    prompt_len = len(problems[0]["prompt"])  # all prompts are "a?b=": 4 characters, 4 tokens
-    model.train()
-    loss = torch.tensor(float("nan"))
-    for _ in range(steps):
-        texts = [p["prompt"] + str(rng.randint(0, 9)) for p in rng.sample(problems, batch_size)]
-        batch = tokenizer(texts, return_tensors="pt", add_special_tokens=False)
-        labels = batch.input_ids.clone()
-        labels[:, :prompt_len] = -100  # learn the answer token only
-        loss = model(**batch, labels=labels).loss
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-    return loss.item()
 
 
 def greedy_accuracy(model, tokenizer, problems: list[dict]) -> float:
@@ -197,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     import torch
 
-    from trl_grpo_ext.datasets import arithmetic_problems
+    from trl_grpo_ext.datasets import arithmetic_format_warmup, arithmetic_problems
     from trl_grpo_ext.tiny_model import build_tiny_model
 
     quiet_libraries()
@@ -206,10 +182,10 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     problems = arithmetic_problems()
-    model, tokenizer = build_tiny_model(seed=args.seed)
+    model, tokenizer = build_tiny_model(num_layers=args.num_layers, hidden_size=args.hidden_size, seed=args.seed)
 
     started = time.perf_counter()
-    warmup_loss = format_warmup(model, tokenizer, problems, args.warmup_steps, args.seed)
+    warmup_loss = arithmetic_format_warmup(model, tokenizer, args.warmup_steps, args.seed)
     warmup_s = time.perf_counter() - started
     greedy_before = greedy_accuracy(model, tokenizer, problems)
     print(f"Format warm-up: {args.warmup_steps} steps in {warmup_s:.1f} s (loss {warmup_loss:.2f}; random targets).")

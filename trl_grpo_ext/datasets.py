@@ -10,6 +10,7 @@ Both return `datasets.Dataset` objects with a `prompt` column in the format TRL'
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 ARITHMETIC_OPERATORS = ("+", "-")
@@ -42,6 +43,33 @@ def arithmetic_dataset(repeats: int = 100, seed: int = 0, conversational: bool =
     if conversational:
         rows = [{"prompt": [{"role": "user", "content": r["prompt"]}], "answer": r["answer"]} for r in rows]
     return Dataset.from_list(rows).shuffle(seed=seed)
+
+
+def arithmetic_format_warmup(model, tokenizer, steps: int = 30, seed: int = 0, batch_size: int = 32) -> float:
+    """Supervised steps on `prompt + random digit` (AdamW, lr 3e-3): teaches the one-digit answer format only.
+    Returns the last loss.
+
+    The target digit is drawn afresh for every example, so the best the model can learn is the uniform distribution
+    over digits: no arithmetic leaks into the policy, which starts near chance (1 in 10).
+    """
+    import torch
+
+    problems = arithmetic_problems()
+    rng = random.Random(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    prompt_len = len(problems[0]["prompt"])  # every prompt is "a?b=": 4 characters, 4 tokens
+    model.train()
+    loss = torch.tensor(float("nan"))
+    for _ in range(steps):
+        texts = [p["prompt"] + str(rng.randint(0, 9)) for p in rng.sample(problems, batch_size)]
+        batch = tokenizer(texts, return_tensors="pt", add_special_tokens=False)
+        labels = batch.input_ids.clone()
+        labels[:, :prompt_len] = -100  # learn the answer token only
+        loss = model(**batch, labels=labels).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    return loss.item()
 
 
 # MBPP-style tasks (written here): a statement, the function name, and assert tests run by the `code` verifier.
@@ -96,3 +124,43 @@ def code_dataset(repeats: int = 50, seed: int = 0, conversational: bool = False)
     if conversational:
         rows = [{"prompt": [{"role": "user", "content": r["prompt"]}], "tests": r["tests"]} for r in rows]
     return Dataset.from_list(rows).shuffle(seed=seed)
+
+
+def hub_prompt_dataset(
+    name: str,
+    config: str | None,
+    split: str,
+    prompt_column: str,
+    reference_columns: dict[str, str | tuple[str, ...]],
+    system_prompt: str | None = None,
+):
+    """A Hub (or local) dataset reshaped for GRPO: a conversational `prompt` built from `prompt_column`, plus the
+    verifier's reference columns. `reference_columns` maps a target column to a source column (copied as is) or
+    to a tuple of source columns (gathered into a dict, e.g. HumanEval's `("test", "entry_point")`).
+
+    References are passed through unchanged: the `math` verifier reads GSM8K's `#### 72` and MATH's `\\boxed{}`
+    solutions itself, and the `code` verifier reads MBPP's `test_list` and HumanEval's `{test, entry_point}`.
+    """
+    from datasets import load_dataset
+
+    dataset = load_dataset(name, config, split=split)
+    sources = [prompt_column]
+    for source in reference_columns.values():
+        sources.extend(source if isinstance(source, tuple) else [source])
+    missing = [c for c in sources if c not in dataset.column_names]
+    if missing:
+        raise ValueError(
+            f"dataset {name!r} has no column(s) {missing}; its columns are {dataset.column_names}. "
+            "Name the right columns with the script's --prompt_column / reference column options."
+        )
+
+    def reshape(row: dict) -> dict:
+        messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
+        messages.append({"role": "user", "content": row[prompt_column]})
+        references = {
+            target: {c: row[c] for c in source} if isinstance(source, tuple) else row[source]
+            for target, source in reference_columns.items()
+        }
+        return {"prompt": messages, **references}
+
+    return dataset.map(reshape, remove_columns=dataset.column_names)
