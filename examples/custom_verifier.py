@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 
+import torch
 from trl import TrlParser
 
 from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
@@ -41,6 +42,7 @@ DEFAULTS = dict(
     logging_steps=5,
     save_strategy="no",
     report_to="none",
+    use_cpu=not torch.cuda.is_available(),  # lets `accelerate launch --multi_gpu` form a gloo group on CPU
 )
 
 
@@ -54,6 +56,8 @@ def main(training_args: GRPOExtConfig) -> None:
     )
     trainer.train()
     logged = [entry["reward"] for entry in trainer.state.log_history if "reward" in entry]
+    steps, processes = trainer.state.global_step, trainer.accelerator.num_processes
+    trainer.accelerator.print(f"Trained {steps} steps on {processes} process(es).")
     trainer.accelerator.print(f"Mean reward (first_digit) per logging step: {[round(r, 3) for r in logged]}")
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
+import torch
 from trl import ModelConfig, ScriptArguments, TrlParser, get_peft_config
 
 from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
@@ -36,6 +37,9 @@ TINY_DEFAULTS = dict(
     logging_steps=5,
     save_strategy="no",
     report_to="none",
+    # Without a GPU, train on CPU in every process: under `accelerate launch --multi_gpu` this makes the processes
+    # join one gloo group instead of training alone.
+    use_cpu=not torch.cuda.is_available(),
 )
 
 
@@ -87,7 +91,10 @@ def main(script_args: MathScriptArguments, training_args: GRPOExtConfig, model_a
     try:
         trainer.train(resume_from_checkpoint=training_args.resume_from_checkpoint)
         trainer.save_model(training_args.output_dir)
-        trainer.accelerator.print(f"Model saved to {training_args.output_dir}.")
+        steps, processes = trainer.state.global_step, trainer.accelerator.num_processes
+        trainer.accelerator.print(
+            f"Trained {steps} steps on {processes} process(es); saved to {training_args.output_dir}."
+        )
     finally:
         rewards[0].verifier.close()
 

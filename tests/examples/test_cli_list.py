@@ -1,0 +1,49 @@
+"""`trl-grpo-ext list` prints every registered advantage estimator, KL estimator and verifier, one line each."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from trl_grpo_ext.advantages import list_advantage_estimators
+from trl_grpo_ext.kl import list_kl_estimators
+from trl_grpo_ext.verifiers import list_verifiers
+
+
+def run_cli(*args: str) -> str:
+    command = [sys.executable, "-c", "import sys; from trl_grpo_ext.cli import main; sys.exit(main())", *args]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout
+
+
+def listed_names(section_text: str) -> list[str]:
+    return [line.split()[0] for line in section_text.splitlines() if line.startswith("  ") and line.strip()]
+
+
+def test_list_prints_every_registered_plugin_once_with_its_description():
+    out = run_cli("list")
+    sections = out.split("\n\n")
+    advantage = next(s for s in sections if s.startswith("Advantage estimators"))
+    kl = next(s for s in sections if s.startswith("KL estimators"))
+    verifier = next(s for s in sections if s.startswith("Verifiers"))
+    for text, registry in [
+        (advantage, list_advantage_estimators()),
+        (kl, list_kl_estimators()),
+        (verifier, list_verifiers()),
+    ]:
+        assert listed_names(text) == list(registry)
+        for name, description in registry.items():
+            assert description, f"{name} has no one-line description"
+            assert any(line.split(None, 1) == [name, description] for line in text.splitlines()), name
+    for required in ["grpo", "dr_grpo", "rloo", "pass_at_k"]:
+        assert required in listed_names(advantage)
+    for required in ["k1", "k2", "k3"]:
+        assert required in listed_names(kl)
+    assert {"math", "code"} <= set(listed_names(verifier))
+
+
+def test_list_kind_filters_one_section():
+    out = run_cli("list", "--kind", "kl")
+    assert out.startswith("KL estimators") and "Advantage estimators" not in out and "Verifiers" not in out
+    assert listed_names(out) == list(list_kl_estimators())
