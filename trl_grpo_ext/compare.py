@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 
 STOCK = "stock"
-# Settings shared by every run; a run's `overrides` replace them.
+# Settings shared by every run (those of examples/demo.py); a run's `overrides` replace them.
 BASE_SETTINGS: dict[str, Any] = dict(
     learning_rate=1e-3,
+    beta=0.04,
     lr_scheduler_type="constant",
     num_generations=8,
     max_completion_length=1,
@@ -42,8 +43,8 @@ class RunSpec:
     name: str
     trainer: str
     overrides: dict[str, Any] = field(default_factory=dict)
-    max_steps: int = 100
-    prompts_per_step: int = 16
+    max_steps: int = 200
+    prompts_per_step: int = 32
     seed: int = 0
 
 

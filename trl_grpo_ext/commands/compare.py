@@ -1,8 +1,8 @@
 """`trl-grpo-ext compare`: stock GRPOTrainer against extension variants, same seed, data and model.
 
 trl-grpo-ext compare                                             # stock vs the extension's defaults: identical
-trl-grpo-ext compare --variant rloo:advantage_estimator=rloo --variant k2:beta=0.04,kl_estimator=k2
-trl-grpo-ext compare --set beta=0.04 --variant reward_kl:kl_estimator=k1,kl_placement=reward
+trl-grpo-ext compare --variant rloo:advantage_estimator=rloo --variant k2:kl_estimator=k2
+trl-grpo-ext compare --variant reward_kl:kl_estimator=k1,kl_placement=reward
 trl-grpo-ext compare --group_sizes 2 4 8 16                       # reward against rollouts spent, per G
 trl-grpo-ext compare --replot outputs/compare                     # redraw table and plots from the JSONL files
 """
@@ -28,10 +28,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE,...",
-        help="GRPOConfig settings for every run, stock included (e.g. beta=0.04,learning_rate=5e-4).",
+        help="GRPOConfig settings for every run, stock included (e.g. beta=0,learning_rate=5e-4). Defaults: those of "
+        "examples/demo.py (beta=0.04, learning_rate=1e-3, num_generations=8).",
     )
-    parser.add_argument("--max_steps", type=int, default=100, help="Steps per run (default 100).")
-    parser.add_argument("--prompts_per_step", type=int, default=16, help="Prompts per step (default 16).")
+    parser.add_argument("--max_steps", type=int, default=200, help="Steps per run (default 200).")
+    parser.add_argument("--prompts_per_step", type=int, default=32, help="Prompts per step (default 32).")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--group_sizes",
@@ -41,7 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="Group-size sweep: every run once per G, each with the same budget of rollouts (--rollouts).",
     )
     parser.add_argument(
-        "--rollouts", type=int, default=25600, help="Rollout budget per run of the group-size sweep (default 25600)."
+        "--rollouts", type=int, default=51200, help="Rollout budget per run of the group-size sweep (default 51200)."
     )
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads per run (default 1).")
     parser.add_argument("--output_dir", default="outputs/compare")
