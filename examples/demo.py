@@ -26,10 +26,10 @@ import warnings
 from pathlib import Path
 
 DEFAULTS = dict(
-    max_steps=700,
+    max_steps=600,
     max_seconds=170.0,
-    num_generations=16,
-    prompts_per_step=16,
+    num_generations=8,
+    prompts_per_step=32,
     learning_rate=1e-3,
     beta=0.04,
     entropy_coef=0.0,
@@ -39,7 +39,7 @@ DEFAULTS = dict(
     seed=0,
     output_dir="outputs/demo",
 )
-# Rewards averaged over this many steps for the start and final figures (16 prompts x 16 completions each).
+# Rewards averaged over this many steps for the start and final figures (32 prompts x 8 completions each).
 SUMMARY_WINDOW = 20
 
 
