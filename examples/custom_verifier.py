@@ -13,6 +13,7 @@ from __future__ import annotations
 import sys
 
 import torch
+from accelerate import PartialState
 from trl import TrlParser
 
 from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
@@ -48,8 +49,10 @@ DEFAULTS = dict(
 
 def main(training_args: GRPOExtConfig) -> None:
     reward = as_reward_function("first_digit", reference_column="answer", partial=0.1)
+    with PartialState().main_process_first():  # one process builds the tiny model, the others then load it
+        model = tiny_model_path()
     trainer = GRPOExtTrainer(
-        model=tiny_model_path(),
+        model=model,
         reward_funcs=[reward],
         args=training_args,
         train_dataset=arithmetic_dataset(seed=training_args.seed),

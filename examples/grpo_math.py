@@ -18,6 +18,7 @@ import sys
 from dataclasses import dataclass, field
 
 import torch
+from accelerate import PartialState
 from trl import ModelConfig, ScriptArguments, TrlParser, get_peft_config
 
 from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
@@ -79,10 +80,17 @@ def build_rewards(script_args: MathScriptArguments) -> list:
     return rewards
 
 
+def tiny_model() -> str:
+    # One process builds and saves the tiny model, the others then load it: under an initialised process group
+    # `save_pretrained` writes the weights from the main process only.
+    with PartialState().main_process_first():
+        return tiny_model_path()
+
+
 def main(script_args: MathScriptArguments, training_args: GRPOExtConfig, model_args: ModelConfig) -> None:
     rewards = build_rewards(script_args)
     trainer = GRPOExtTrainer(
-        model=model_args.model_name_or_path or tiny_model_path(),
+        model=model_args.model_name_or_path or tiny_model(),
         reward_funcs=rewards,
         args=training_args,
         train_dataset=load_train_dataset(script_args, training_args.seed),
