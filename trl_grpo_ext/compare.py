@@ -102,7 +102,7 @@ def prepare_model(output_dir: Path, seed: int, warmup_steps: int = 30) -> str:
     from trl_grpo_ext.datasets import arithmetic_format_warmup
     from trl_grpo_ext.tiny_model import build_tiny_model
 
-    path = output_dir / "model"
+    path = output_dir / f"model-seed{seed}"
     if not (path / "config.json").exists():
         model, tokenizer = build_tiny_model(seed=seed)
         arithmetic_format_warmup(model, tokenizer, steps=warmup_steps, seed=seed)
@@ -128,8 +128,11 @@ def run_all(runs: list[RunSpec], output_dir: Path, threads: int = 1) -> None:
 
 def train_one(run: RunSpec, model_path: str, output_dir: Path, threads: int) -> None:
     """Train one run in this process and write its logged metrics to `<output_dir>/<name>.jsonl`."""
+    import warnings
+
     import torch
     import transformers
+    from transformers import PrinterCallback
     from trl import GRPOConfig, GRPOTrainer
 
     from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
@@ -137,6 +140,7 @@ def train_one(run: RunSpec, model_path: str, output_dir: Path, threads: int) -> 
     from trl_grpo_ext.verifiers import as_reward_function
 
     transformers.logging.set_verbosity_error()
+    warnings.filterwarnings("ignore", module=r"(trl|transformers|accelerate|torch)(\.|$)")
     torch.set_num_threads(threads)
     settings = {**BASE_SETTINGS, **run.overrides}
     settings["per_device_train_batch_size"] = settings["num_generations"] * run.prompts_per_step
@@ -153,8 +157,11 @@ def train_one(run: RunSpec, model_path: str, output_dir: Path, threads: int) -> 
     )
     recorder = metrics_recorder(output_dir / f"{run.name}.jsonl", config.num_generations * run.prompts_per_step)
     trainer.add_callback(recorder)
+    trainer.remove_callback(PrinterCallback)  # the JSONL file has every log; the console gets one line per run
     try:
         trainer.train()
+        last = [row for row in trainer.state.log_history if "reward" in row][-1]
+        print(f"    {trainer.state.global_step} steps, last step's reward {last['reward']:.3f}", flush=True)
     finally:
         recorder.close()
         reward.verifier.close()
@@ -245,30 +252,38 @@ def _fmt(value: float | None, spec: str = ".4f") -> str:
     return "n/a" if value is None else format(value, spec)
 
 
+def moving_average(values: list[float], window: int) -> list[float]:
+    """Mean of the last `window` values at each position (fewer at the start)."""
+    return [
+        sum(values[max(0, i - window + 1) : i + 1]) / len(values[max(0, i - window + 1) : i + 1])
+        for i in range(len(values))
+    ]
+
+
 def plot_curves(runs: list[tuple[dict, list[dict]]], output_dir: Path) -> list[Path]:
-    """reward.png and kl.png against steps (kl.png only when a run logged KL), rollouts.png against rollouts spent."""
+    """reward.png and kl.png against steps (kl.png only when a run logged KL), rollouts.png against rollouts spent.
+    Each run: its per-step values faint, their moving average over a tenth of the run solid (stock dashed)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     written = []
-    for metric, x_key, filename in [
-        ("reward", "step", "reward.png"),
-        ("kl", "step", "kl.png"),
-        ("reward", "rollouts", "rollouts.png"),
-    ]:
+    plots = [("reward", "step", "reward.png"), ("kl", "step", "kl.png"), ("reward", "rollouts", "rollouts.png")]
+    for metric, x_key, filename in plots:
         if not any(r.get(metric) is not None for _, rows in runs for r in rows):
             continue
         fig, ax = plt.subplots(figsize=(7, 4))
         for spec, rows in runs:
             points = [(r[x_key], r[metric]) for r in rows if r.get(metric) is not None]
-            if points:
-                style = "--" if spec["trainer"] == STOCK else "-"
-                ax.plot(*zip(*points), style, label=spec["name"])
-        ax.set(
-            xlabel="rollouts spent" if x_key == "rollouts" else "step", ylabel=metric, title=f"{metric} per {x_key}"
-        )
+            if not points:
+                continue
+            xs, ys = zip(*points)
+            line = ax.plot(xs, moving_average(list(ys), max(1, len(ys) // 10)), label=spec["name"])[0]
+            line.set_linestyle("--" if spec["trainer"] == STOCK else "-")
+            ax.plot(xs, ys, color=line.get_color(), alpha=0.2, linewidth=0.8)
+        xlabel = "rollouts spent" if x_key == "rollouts" else "step"
+        ax.set(xlabel=xlabel, ylabel=metric, title=f"{metric} per {xlabel} (moving average over a tenth of each run)")
         ax.legend()
         fig.tight_layout()
         fig.savefig(output_dir / filename, dpi=110)
