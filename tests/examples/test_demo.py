@@ -31,6 +31,7 @@ def run_demo(tmp_path: Path, *args: str) -> tuple[re.Match, list[dict]]:
     return summary, logged
 
 
+@pytest.mark.slow
 def test_demo_writes_log_plot_and_a_summary_consistent_with_its_log(tmp_path):
     summary, logged = run_demo(tmp_path, "--max_steps", "3", "--prompts_per_step", "4")
     assert [row["step"] for row in logged] == [1, 2, 3]
