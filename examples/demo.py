@@ -7,8 +7,10 @@ What it does, in order:
 2. A format-only supervised warm-up (about half a second): the model sees `3+4=<digit>` with a *random* digit as the
    answer, so it learns to answer with one digit but learns nothing about arithmetic; the policy starts near chance
    (1 in 10).
-3. GRPO with `GRPOExtTrainer` (default estimators, identical to stock TRL), reward = the `math` verifier comparing the
-   completion with the answer column. 110 problems (`a+b` and `a-b` whose result is a digit).
+3. GRPO with `GRPOExtTrainer` at its default estimators (advantages `grpo`, KL `k3` in the loss: what stock TRL
+   computes), beta 0.04 towards the warmed-up model, which the extension takes from memory (stock would reload it from
+   `model.config._name_or_path`, which an in-memory model does not have). Reward = the `math` verifier comparing the
+   completion with the answer column, on the 110 problems `a+b` and `a-b` whose result is a digit.
 4. Prints a summary line (start and final reward, steps, time) and saves the reward curve to
    `outputs/demo/reward_curve.png` and the per-step log to `outputs/demo/log.jsonl`.
 
