@@ -98,3 +98,63 @@ def test_code_dataset_rows_carry_prompt_and_tests():
     assert len(dataset) == 3 * len(code_tasks())
     assert set(dataset.column_names) == {"prompt", "tests"}
     assert all(row["tests"].startswith("assert ") for row in dataset)
+
+
+def write_local_dataset(directory, rows) -> str:
+    """A dataset folder that `datasets.load_dataset(folder)` reads like a Hub dataset (no network)."""
+    import json
+
+    (directory / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return str(directory)
+
+
+def test_hub_dataset_gets_a_conversational_prompt_and_the_reference_unchanged(tmp_path):
+    from trl_grpo_ext.datasets import hub_prompt_dataset
+
+    rows = [{"question": "What is 6*7?", "answer": "6*7 = 42\n#### 42", "extra": 1}]
+    dataset = hub_prompt_dataset(
+        write_local_dataset(tmp_path, rows), None, "train", "question", {"answer": "answer"}, system_prompt="Be brief."
+    )
+    assert sorted(dataset.column_names) == ["answer", "prompt"]
+    assert dataset[0]["prompt"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "What is 6*7?"},
+    ]
+    assert dataset[0]["answer"] == "6*7 = 42\n#### 42"
+
+
+def test_hub_dataset_missing_column_names_it_and_the_available_ones(tmp_path):
+    from trl_grpo_ext.datasets import hub_prompt_dataset
+
+    path = write_local_dataset(tmp_path, [{"problem": "1+1", "solution": "\\boxed{2}"}])
+    with pytest.raises(ValueError, match=r"no column\(s\) \['question'\].*\['problem', 'solution'\]"):
+        hub_prompt_dataset(path, None, "train", "question", {"answer": "solution"})
+
+
+def test_code_example_builds_humaneval_references_from_test_and_entry_point(tmp_path):
+    import sys
+    from pathlib import Path
+
+    examples = str(Path(__file__).resolve().parents[2] / "examples")
+    sys.path.insert(0, examples)
+    try:
+        import grpo_code
+    finally:
+        sys.path.remove(examples)
+    rows = [
+        {
+            "prompt": "def inc(x):\n",
+            "test": "def check(candidate):\n    assert candidate(1) == 2\n",
+            "entry_point": "inc",
+        }
+    ]
+    script_args = grpo_code.CodeScriptArguments(
+        dataset_name=write_local_dataset(tmp_path, rows),
+        prompt_column="prompt",
+        tests_column="test",
+        entry_point_column="entry_point",
+        system_prompt=None,
+    )
+    dataset = grpo_code.load_train_dataset(script_args, seed=0)
+    assert dataset[0]["tests"] == {"test": rows[0]["test"], "entry_point": "inc"}
+    assert dataset[0]["prompt"] == [{"role": "user", "content": "def inc(x):\n"}]
