@@ -1,7 +1,8 @@
 """Per-step time of GRPOExtTrainer against stock GRPOTrainer on the same work, alternating in one process.
 
-For each variant, rounds alternate stock and extension (fresh trainers from the same seed, model and data); the
-median step time of each side (first step of every run dropped as warm-up) gives the ratio extension / stock.
+For each variant, rounds alternate stock and extension (fresh trainers from the same seed, model and data, learning
+rate 0 so that both generate the same completions); the median step time of each side (first step of every run
+dropped as warm-up) gives the ratio extension / stock.
 Stock runs with the stock settings the variant corresponds to (beta, loss type); the extension adds its estimator.
 
     python benchmarks/trainer_overhead.py            # every estimator, 3 rounds of 16 steps
@@ -11,6 +12,7 @@ Stock runs with the stock settings the variant corresponds to (beta, loss type);
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import sys
@@ -46,7 +48,20 @@ class StepTimer(TrainerCallback):
 
 def step_times(trainer_cls, config_cls, settings, reward, model_dir, steps, workdir) -> list[float]:
     timer = StepTimer()
-    config = make_config(config_cls, workdir, max_steps=steps, logging_steps=steps, disable_tqdm=True, **settings)
+    # learning_rate=0: both sides generate exactly the same completions every step, so the ratio measures the
+    # extension's own work and not a different workload (a variant that trains differently generates other lengths).
+    config = make_config(
+        config_cls,
+        workdir,
+        max_steps=steps,
+        logging_steps=steps,
+        disable_tqdm=True,
+        learning_rate=0.0,
+        per_device_train_batch_size=16,
+        num_generations=8,
+        max_completion_length=32,
+        **settings,
+    )
     trainer = trainer_cls(model_dir, [reward], args=config, train_dataset=prompt_dataset(), callbacks=[timer])
     trainer.remove_callback(PrinterCallback)
     trainer.train()
@@ -76,6 +91,32 @@ def variants(quick: bool) -> list[tuple[str, dict, dict]]:
     return out
 
 
+def hook_costs(batch: int = 16, group: int = 8, length: int = 32, repeats: int = 2000) -> dict[str, float]:
+    """Seconds per call of the extension's own per-step work, on tensors of the benchmark's shapes: the part of the
+    step-time ratio that is not noise."""
+    from trl_grpo_ext.advantages import advantage_metrics, compute_advantages
+    from trl_grpo_ext.kl import kl_divergence
+
+    rewards = torch.rand(batch)
+    logp, ref = -torch.rand(batch, length, requires_grad=True), -torch.rand(batch, length)
+    mask = torch.ones(batch, length)
+
+    def advantage_step():
+        advantage_metrics(compute_advantages(rewards, group, "grpo"), group)
+
+    def kl_step():
+        kl = kl_divergence(logp, ref, "k2") * torch.exp(logp - logp.detach())
+        ((kl * mask).sum(-1) / mask.sum(-1)).mean().item()
+
+    costs = {}
+    for name, fn in [("advantages + metrics", advantage_step), ("KL term in the loss (k2)", kl_step)]:
+        start = time.perf_counter()
+        for _ in range(repeats):
+            fn()
+        costs[name] = (time.perf_counter() - start) / repeats
+    return costs
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -88,17 +129,28 @@ def main() -> None:
     warnings.filterwarnings("ignore")
     model_dir = tiny_model_path()
     print(f"{'variant':<40} {'stock s/step':>12} {'ext s/step':>11} {'ratio':>7}")
+    stock_step = None
     with tempfile.TemporaryDirectory() as workdir:
         for name, stock_settings, ext_settings in variants(args.quick):
             stock, ext = [], []
             # pass@k needs binary rewards; both sides get the same reward function.
             reward = binary_digit_reward if ext_settings.get("advantage_estimator") == "pass_at_k" else digit_reward
-            for _ in range(args.rounds):
-                stock += step_times(GRPOTrainer, GRPOConfig, stock_settings, reward, model_dir, args.steps, workdir)
-                ext_all = {**stock_settings, **ext_settings}
-                ext += step_times(GRPOExtTrainer, GRPOExtConfig, ext_all, reward, model_dir, args.steps, workdir)
+            ext_all = {**stock_settings, **ext_settings}
+            runs = [
+                (stock, GRPOTrainer, GRPOConfig, stock_settings),
+                (ext, GRPOExtTrainer, GRPOExtConfig, ext_all),
+            ]
+            for round_index in range(args.rounds):
+                # Alternate which side goes first, so that drift and the previous run's garbage hit both equally.
+                for times, trainer_cls, config_cls, settings in runs if round_index % 2 == 0 else runs[::-1]:
+                    gc.collect()
+                    times += step_times(trainer_cls, config_cls, settings, reward, model_dir, args.steps, workdir)
             s, e = statistics.median(stock), statistics.median(ext)
             print(f"{name:<40} {s:>12.4f} {e:>11.4f} {e / s:>7.3f}", flush=True)
+            stock_step = stock_step or s
+    print(f"\nThe extension's own work per step, timed alone (share of the stock default step, {stock_step:.4f} s):")
+    for name, seconds in hook_costs().items():
+        print(f"  {name:<30} {seconds * 1e3:8.3f} ms  ({seconds / stock_step:.2%})")
 
 
 if __name__ == "__main__":

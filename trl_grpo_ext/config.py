@@ -26,6 +26,26 @@ SCALE_REWARDS_ESTIMATORS = {"group": "grpo", "batch": "batch_std", "none": "dr_g
 K2_GRADIENT_ESTIMATORS = ("k2", "k1+", "k3+", "abs+", "low_var_kl+")
 
 
+ACCELERATOR_CHECKS = (
+    "is_torch_cuda_available",
+    "is_torch_xpu_available",
+    "is_torch_mps_available",
+    "is_torch_npu_available",
+    "is_torch_hpu_available",
+    "is_torch_mlu_available",
+    "is_torch_musa_available",
+    "is_torch_neuroncore_available",
+    "is_torch_xla_available",
+)
+
+
+def accelerator_available() -> bool:
+    """Whether any device other than the CPU is usable (transformers' own availability checks)."""
+    import transformers.utils as hf_utils
+
+    return any(getattr(hf_utils, check, lambda: False)() for check in ACCELERATOR_CHECKS)
+
+
 def bf16_supported() -> bool:
     """Whether TrainingArguments would accept bf16=True on this machine without `use_cpu`."""
     from transformers.utils import is_torch_bf16_gpu_available, is_torch_xla_available
@@ -41,6 +61,8 @@ class GRPOExtConfig(GRPOConfig):
     > Parameters that differ from `GRPOConfig`:
     >
     > - `bf16`: defaults to `True` only where bf16 is supported (stock fails on a machine without it).
+    > - `use_cpu`: set to `True` on a machine with no accelerator, so that processes started by `accelerate launch`
+    >   form a (gloo) process group instead of each training alone.
 
     Advantage estimation:
         advantage_estimator (`str`, defaults to `"grpo"`): registered estimator (see `list_advantage_estimators()`).
@@ -94,7 +116,11 @@ class GRPOExtConfig(GRPOConfig):
     )
 
     def __post_init__(self):
-        if self.bf16 is None and not self.fp16 and not self.use_cpu and not bf16_supported():
+        if not self.use_cpu and not accelerator_available():
+            # Without this, `accelerate launch --multi_gpu` on a CPU-only machine starts processes that never join a
+            # process group: each trains alone on its own data.
+            self.use_cpu = True
+        if self.bf16 is None and not self.fp16 and not bf16_supported():
             self.bf16 = False
         super().__post_init__()
         self._map_scale_rewards()

@@ -76,25 +76,39 @@ def build_tiny_model(
     return model, tokenizer
 
 
-def tiny_model_path(path: str | os.PathLike | None = None, **kwargs) -> str:
+def _is_complete(path: Path) -> bool:
+    return all((path / name).exists() for name in ("config.json", "tokenizer.json", "model.safetensors"))
+
+
+def tiny_model_path(path: str | os.PathLike | None = None, wait_s: float = 300.0, **kwargs) -> str:
     """Build the tiny model once, save it with its tokenizer, and return the folder for `from_pretrained`.
 
-    The folder name encodes the sizes, so differently sized models never share a folder.
+    The folder name encodes the sizes, so differently sized models never share a folder. Safe to call from several
+    processes at once: each saves to a private folder and renames it into place; under a torch.distributed process
+    group, where `save_pretrained` writes weights from rank 0 only, the other ranks wait for rank 0's folder.
     """
+    import shutil
+    import time
+
     if path is None:
         suffix = "-".join(f"{k}{v}" for k, v in sorted(kwargs.items())) or "default"
         path = DEFAULT_CACHE / f"tiny-llama-{suffix}"
     path = Path(path)
-    if not (path / "config.json").exists() or not (path / "tokenizer.json").exists():
-        model, tokenizer = build_tiny_model(**kwargs)
-        tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-        model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
-        tmp.mkdir(parents=True, exist_ok=True)
+    if _is_complete(path):
+        return str(path)
+    model, tokenizer = build_tiny_model(**kwargs)
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    if _is_complete(tmp):
         try:
             os.replace(tmp, path)
         except OSError:  # another process saved it first
-            import shutil
-
-            shutil.rmtree(tmp, ignore_errors=True)
+            pass
+    shutil.rmtree(tmp, ignore_errors=True)
+    deadline = time.monotonic() + wait_s
+    while not _is_complete(path):
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the tiny model was not saved to {path} within {wait_s} s")
+        time.sleep(0.2)
     return str(path)

@@ -9,6 +9,7 @@ from trl import GRPOConfig, TrlParser
 
 from trl_grpo_ext import GRPOExtConfig
 from trl_grpo_ext.advantages import list_advantage_estimators
+from trl_grpo_ext.config import accelerator_available
 from trl_grpo_ext.kl import list_kl_estimators
 
 
@@ -22,6 +23,14 @@ def test_bf16_defaults_off_where_unsupported(tmp_path):
         GRPOConfig(output_dir=str(tmp_path), report_to="none")
     assert config(tmp_path).bf16 is False
     assert config(tmp_path, bf16=False).bf16 is False
+
+
+@pytest.mark.skipif(accelerator_available(), reason="checks the default of a CPU-only machine")
+def test_cpu_only_machine_selects_the_cpu(tmp_path):
+    """So that `accelerate launch --multi_gpu` on CPUs forms a gloo process group (stock: each process trains alone)."""
+    cfg = config(tmp_path)
+    assert cfg.use_cpu is True
+    assert cfg.bf16 is False  # and not bf16 autocast on the CPU
 
 
 def test_defaults_select_stock_behaviour(tmp_path):
