@@ -340,9 +340,27 @@ def _relation_matches_set(rel: Relation, other: object, tol: Tolerance) -> bool:
     ops = {"<": sympy.StrictGreaterThan, "<=": sympy.GreaterThan, "=": sympy.Eq, "!=": sympy.Ne}
     condition = sympy.And(*(ops[kind](expr.xreplace({symbol: real}), 0) for expr, kind in atoms))
     try:
-        return condition.as_set() == target
+        return _solution_set(condition, real) == target
     except Exception:
         return False
+
+
+def _solution_set(condition: sympy.Basic, real: sympy.Symbol) -> sympy.Set:
+    """`condition.as_set()`, without its periodicity check where that check cannot matter.
+
+    `as_set` first asks `periodicity` of every relation (costly: it simplifies) to refuse periodic ones; a rational
+    function of the variable is never periodic, so for relations of rational functions the answer is the intersection
+    of each relation's `_eval_as_set()`, exactly what `as_set` computes after finding no periodic relation.
+    """
+    parts = condition.args if isinstance(condition, sympy.And) else (condition,)
+    if all(
+        isinstance(part, sympy.core.relational.Relational)
+        and part.free_symbols == {real}
+        and (part.lhs - part.rhs).is_rational_function(real)
+        for part in parts
+    ):
+        return sympy.Intersection(*(part._eval_as_set() for part in parts))
+    return condition.as_set()
 
 
 def _chain_interval(rel: Relation) -> Interval | None:
