@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
-from trl_grpo_ext.advantages import list_advantage_estimators
 from trl_grpo_ext.kl import list_kl_estimators
-from trl_grpo_ext.verifiers import list_verifiers
 
 
 def run_cli(*args: str) -> str:
@@ -21,17 +20,25 @@ def listed_names(section_text: str) -> list[str]:
     return [line.split()[0] for line in section_text.splitlines() if line.startswith("  ") and line.strip()]
 
 
+def fresh_process_registries() -> list[dict[str, str]]:
+    """The registries as a fresh interpreter sees them (other tests register plug-ins in this process)."""
+    code = (
+        "import json\n"
+        "from trl_grpo_ext.advantages import list_advantage_estimators\n"
+        "from trl_grpo_ext.kl import list_kl_estimators\n"
+        "from trl_grpo_ext.verifiers import list_verifiers\n"
+        "print(json.dumps([list_advantage_estimators(), list_kl_estimators(), list_verifiers()]))"
+    )
+    return json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+
+
 def test_list_prints_every_registered_plugin_once_with_its_description():
     out = run_cli("list")
     sections = out.split("\n\n")
     advantage = next(s for s in sections if s.startswith("Advantage estimators"))
     kl = next(s for s in sections if s.startswith("KL estimators"))
     verifier = next(s for s in sections if s.startswith("Verifiers"))
-    for text, registry in [
-        (advantage, list_advantage_estimators()),
-        (kl, list_kl_estimators()),
-        (verifier, list_verifiers()),
-    ]:
+    for text, registry in zip((advantage, kl, verifier), fresh_process_registries()):
         assert listed_names(text) == list(registry)
         for name, description in registry.items():
             assert description, f"{name} has no one-line description"

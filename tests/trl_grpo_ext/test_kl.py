@@ -226,7 +226,8 @@ def test_expected_k3_is_non_negative_per_token(seed):
 @given(x=st.floats(min_value=-30, max_value=30), ref=st.floats(min_value=-30, max_value=0))
 def test_k3_is_non_negative_for_every_sample(x, ref):
     ref_logp = torch.tensor([ref], dtype=torch.float64)
-    assert kl_divergence(ref_logp + x, ref_logp, "k3").item() >= 0
+    # k3 keeps TRL's formula exp(-x) + x - 1 for bit parity; near x = 0 its cancellation can round to -1 ulp of 1.
+    assert kl_divergence(ref_logp + x, ref_logp, "k3").item() >= -4 * torch.finfo(torch.float64).eps
 
 
 # --- registry ---

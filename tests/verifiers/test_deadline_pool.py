@@ -144,7 +144,10 @@ def test_close_kills_a_worker_busy_in_another_thread():
     result = {}
     thread = threading.Thread(target=lambda: result.update(o=p.run(time.sleep, (60,), timeout_s=60)))
     thread.start()
-    time.sleep(0.5)
+    deadline = time.monotonic() + 30
+    while not p._idle.empty() and time.monotonic() < deadline:  # until the thread holds the only worker
+        time.sleep(0.01)
+    time.sleep(0.2)
     p.close()
     thread.join(30)
     assert not thread.is_alive()
