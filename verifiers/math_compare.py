@@ -140,7 +140,7 @@ def expressions_equal(a: sympy.Basic, b: sympy.Basic, tol: Tolerance) -> bool:
     if not a.free_symbols:
         va, vb = _numeric(a), _numeric(b)
         return va is not None and vb is not None and numbers_close(va, vb, tol)
-    return _symbolic_equal(a, b, tol)
+    return _rebuilt(a) == _rebuilt(b) or _symbolic_equal(a, b, tol)
 
 
 def _symbolic_equal(a: sympy.Expr, b: sympy.Expr, tol: Tolerance) -> bool:
@@ -298,10 +298,21 @@ def _atoms_equal(a: tuple[sympy.Expr, str], b: tuple[sympy.Expr, str]) -> bool:
         return False
     if eb == 0 or ea == 0:
         return ea == eb
+    if _rebuilt(ea) == _rebuilt(eb):  # the same expression: ratio 1, no need to sample (a sum sampled costs ~0.1 s)
+        return True
     ratio = _constant_ratio(ea, eb)
     if ratio is None or ratio == 0:
         return False
     return kind_a in ("=", "!=") or ratio > 0
+
+
+def _rebuilt(expr: sympy.Basic) -> sympy.Basic:
+    """`expr` with every node built again, evaluated: the parser leaves some products unevaluated, in the order written,
+    so `F_{n-k-1} F_k` and `F_k F_{n-k-1}` differ structurally until rebuilt. Nothing is computed beyond canonical
+    ordering and the evaluation sympy does on construction."""
+    if not expr.args or not isinstance(expr, sympy.Expr):
+        return expr
+    return expr.func(*(_rebuilt(arg) for arg in expr.args))
 
 
 def _constant_ratio(a: sympy.Expr, b: sympy.Expr) -> float | None:
