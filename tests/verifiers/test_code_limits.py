@@ -34,14 +34,17 @@ def verifier():
 
 
 def sandbox_uid_processes() -> list[int]:
-    """Processes running as a sandbox uid: candidates (warm sandboxes still run as root until they get a job)."""
+    """Live processes running as a sandbox uid: candidates (warm sandboxes still run as root until they get a job).
+    Zombies are left out: they run no code and only wait for the kernel to reap them, which lags under load."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            uid = int(open(f"/proc/{pid}/status").read().split("Uid:")[1].split()[0])
+            status = open(f"/proc/{pid}/status").read()
+            uid = int(status.split("Uid:")[1].split()[0])
+            state = status.split("State:")[1].split()[0]
         except (OSError, IndexError, ValueError):
             continue
-        if FIRST_SANDBOX_UID <= uid < FIRST_SANDBOX_UID + SANDBOX_UID_COUNT:
+        if FIRST_SANDBOX_UID <= uid < FIRST_SANDBOX_UID + SANDBOX_UID_COUNT and state != "Z":
             found.append(pid)
     return found
 
