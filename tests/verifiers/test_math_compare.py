@@ -168,3 +168,28 @@ def test_structure(text, structure):
 )
 def test_is_name(text, name):
     assert is_name(text) is name
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_solution_set_equals_sympy_as_set_for_rational_relations(seed):
+    """The shortcut that skips sympy's periodicity check gives exactly `as_set()` on relations of rational functions."""
+    import random
+
+    import sympy
+
+    from trl_grpo_ext.verifiers.math_compare import _solution_set
+
+    x = sympy.Symbol("x", real=True)
+    rng = random.Random(seed)
+    relations = [sympy.Lt, sympy.Le, sympy.Gt, sympy.Ge]
+
+    def rational_function():
+        numerator = sum(rng.randint(-3, 3) * x**k for k in range(rng.randint(1, 3)))
+        denominator = 1 + rng.randint(0, 2) * x**2
+        return numerator / denominator
+
+    condition = sympy.true
+    while condition in (sympy.true, sympy.false) or condition.free_symbols != {x}:  # relations that stay symbolic
+        parts = [rng.choice(relations)(rational_function(), rng.randint(-2, 2)) for _ in range(rng.randint(1, 2))]
+        condition = sympy.And(*parts)
+    assert _solution_set(condition, x) == condition.as_set()
