@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import sys
 
-import torch
 from accelerate import PartialState
 from trl import TrlParser
 
@@ -43,7 +42,6 @@ DEFAULTS = dict(
     logging_steps=5,
     save_strategy="no",
     report_to="none",
-    use_cpu=not torch.cuda.is_available(),  # lets `accelerate launch --multi_gpu` form a gloo group on CPU
 )
 
 

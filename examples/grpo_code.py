@@ -19,7 +19,6 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
-import torch
 from accelerate import PartialState
 from trl import ModelConfig, ScriptArguments, TrlParser, get_peft_config
 
@@ -40,9 +39,6 @@ TINY_DEFAULTS = dict(
     logging_steps=5,
     save_strategy="no",
     report_to="none",
-    # Without a GPU, train on CPU in every process: under `accelerate launch --multi_gpu` this makes the processes
-    # join one gloo group instead of training alone.
-    use_cpu=not torch.cuda.is_available(),
 )
 
 
