@@ -39,6 +39,18 @@ def load_cases(folder: Path) -> dict[str, list[dict]]:
     }
 
 
+def warm_up_overlap(cases: list[dict]) -> list[str]:
+    """Warm-up inputs that also occur in the benchmark data: any would make the cold figure a warm one for them."""
+    from trl_grpo_ext.verifiers.math_compare import WARM_UP_PAIRS
+
+    def squeeze(text: str) -> str:
+        return "".join(text.split()).strip("$")
+
+    data = [squeeze(case[key]) for case in cases for key in ("gold", "pred")]
+    warm = {squeeze(text) for pair in WARM_UP_PAIRS for text in pair}
+    return sorted(text for text in warm if any(text == item or (len(text) >= 8 and text in item) for item in data))
+
+
 def run_math(cases: list[dict], n_workers: int | None, passes: int) -> tuple[list[bool], list, list[float]]:
     from trl_grpo_ext.verifiers import get_verifier
 
@@ -93,6 +105,10 @@ def main() -> int:
         return 1
     per_file = load_cases(folder)
     cases = [case for file_cases in per_file.values() for case in file_cases]
+    overlap = warm_up_overlap(cases)
+    if overlap:
+        print(f"the workers' warm-up inputs occur in the data, so pass 1 would not be cold: {overlap}", file=sys.stderr)
+        return 1
     ours, results, ours_s = run_math(cases, args.workers, args.passes)
     nan = [float("nan")] * args.passes
     theirs, theirs_s = ([False] * len(cases), nan) if args.skip_trl else run_accuracy_reward(cases, args.passes)

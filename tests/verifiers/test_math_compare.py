@@ -1,6 +1,8 @@
 """Stage 3 of the math verifier alone: structure and sympy comparison of two normalised answers (in-process)."""
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from trl_grpo_ext.verifiers.math_compare import TooLargeError, compare_task, guard_size, parse_leaf
 from trl_grpo_ext.verifiers.math_structure import Interval, Leaf, Relation, Seq, Union, is_name, parse_structure
@@ -193,3 +195,97 @@ def test_solution_set_equals_sympy_as_set_for_rational_relations(seed):
         parts = [rng.choice(relations)(rational_function(), rng.randint(-2, 2)) for _ in range(rng.randint(1, 2))]
         condition = sympy.And(*parts)
     assert _solution_set(condition, x) == condition.as_set()
+
+
+# Leaves in the shapes of final answers; some need ANTLR's full-context (LL) prediction (`x^2+2x+1` does),
+# so both stages of `latex_to_sympy` are exercised.
+PARSER_INPUTS = [
+    r"\frac{3}{4}",
+    r"-\frac{\sqrt{3}}{2}",
+    r"x^2+2x+1",
+    r"a^2 + b",
+    r"2\sqrt{5} - 1",
+    r"\sqrt[3]{x^{2}}",
+    r"\sin^2(t) + \cos^2(t)",
+    r"\log_{2} 8",
+    r"e^{-x}",
+    r"\sum_{k=0}^{n-1} F_k F_{n-k-1}",
+    r"\begin{pmatrix}1 & 0 \\ -2 & 3\end{pmatrix}",
+    r"007",
+    r"1{,}000",
+    r"2.50",
+    r"3+4i",
+    r"\binom{7}{3}",
+    r"|x - 2|",
+    r"\frac{n(n+1)}{2}",
+    r"y_{1}",
+    r"10\%",
+    r"45^\circ",
+]
+
+
+@pytest.mark.parametrize("latex", PARSER_INPUTS)
+def test_latex_to_sympy_returns_what_latex2sympy_returns(latex):
+    import sympy
+    from latex2sympy2_extended import latex2sympy
+
+    from trl_grpo_ext.verifiers.math_compare import PARSE_CONFIG, latex_to_sympy
+
+    expected = latex2sympy(latex, normalization_config=PARSE_CONFIG)
+    got = latex_to_sympy(latex)
+    assert type(got) is type(expected)
+    assert sympy.srepr(got) == sympy.srepr(expected)
+
+
+@pytest.mark.parametrize("latex", [r"\frac{1}{", r"x + * 2", r"\sqrt{}"])
+def test_latex_to_sympy_fails_where_latex2sympy_fails(latex):
+    from latex2sympy2_extended import latex2sympy
+
+    from trl_grpo_ext.verifiers.math_compare import PARSE_CONFIG, latex_to_sympy
+
+    def error_of(parse):
+        try:
+            parse()
+        except Exception as exc:  # the library raises bare Exceptions with a readable message
+            return f"{type(exc).__name__}: {exc}"
+        return None
+
+    expected = error_of(lambda: latex2sympy(latex, normalization_config=PARSE_CONFIG))
+    assert expected is not None
+    assert error_of(lambda: latex_to_sympy(latex)) == expected  # the LL stage reports the library's own error
+
+
+def test_sll_stage_parses_simple_input_and_bails_out_on_input_that_needs_ll():
+    from antlr4.error.Errors import ParseCancellationException
+
+    from trl_grpo_ext.verifiers.math_compare import PARSE_CONFIG, _Converter, normalize_latex
+
+    assert _Converter(sll=True).parse(normalize_latex(r"\frac{\sqrt{3}}{2}", PARSE_CONFIG)) is not None
+    with pytest.raises(ParseCancellationException):
+        _Converter(sll=True).parse(normalize_latex("x^2+2x+1", PARSE_CONFIG))
+
+
+@given(st.text(alphabet="0123456789,", min_size=1, max_size=30).filter(lambda t: any(c.isdigit() for c in t)))
+def test_integer_literals_equal_sympy_number(text):
+    import sympy
+
+    from trl_grpo_ext.verifiers.math_compare import _Converter
+
+    expected = sympy.Number(text.replace(",", "").lstrip("0") or "0")
+    got = _Converter(sll=True).parse_number(text)
+    assert type(got) is type(expected) and got == expected
+
+
+@pytest.mark.parametrize(
+    "a, b, same",
+    [
+        ("F_k F_{n-k-1}", "F_{n-k-1} F_k", True),
+        (r"x \cdot y + 1", "1 + y x", True),
+        ("(x+1)(x-1)", "x^2 - 1", False),  # equal values, different expressions: rebuilding does not expand
+        ("2(x+1)", "2x + 2", True),  # sympy distributes a number over a sum when it builds the product
+    ],
+)
+def test_rebuilt_makes_operand_order_canonical_and_computes_nothing_more(a, b, same):
+    from trl_grpo_ext.verifiers.math_compare import _rebuilt
+
+    assert (_rebuilt(parse_leaf(a)) == _rebuilt(parse_leaf(b))) is same
