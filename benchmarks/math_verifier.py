@@ -6,6 +6,7 @@ case agrees when the verdict (score 1 = equal; 0 or None = not equal) matches `e
 
     python benchmarks/math_verifier.py            # summary
     python benchmarks/math_verifier.py -v         # also list every case where `math` disagrees with the label
+    python benchmarks/math_verifier.py --rounds 5 # 5 fresh runs in a row: min, median and max of the ratios
 
 Throughput is timed over whole passes of the set, the same number for both graders: pass 1 right after start-up
 (cold parser caches), pass 2 in the steady state of a training run (both graders cache parsed LaTeX; the `math`
@@ -20,6 +21,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -87,6 +90,36 @@ def run_accuracy_reward(cases: list[dict], passes: int) -> tuple[list[bool], lis
     return verdicts, seconds
 
 
+ROUND_MARKER = "round result: "
+
+
+def run_rounds(rounds: int, forwarded: list[str]) -> int:
+    """Run the benchmark in `rounds` fresh interpreters, one after the other, and summarise the throughput ratios."""
+    per_pass: list[list[float]] = []
+    for round_index in range(rounds):
+        print(f"--- round {round_index + 1} of {rounds}", flush=True)
+        done = subprocess.run([sys.executable, __file__, *forwarded], capture_output=True, text=True, check=False)
+        sys.stderr.write(done.stderr[-2000:] if done.returncode else "")
+        if done.returncode:
+            return done.returncode
+        for line in done.stdout.splitlines():
+            if line.startswith(ROUND_MARKER):
+                ratios = json.loads(line[len(ROUND_MARKER) :])["ratios"]
+                per_pass.extend([] for _ in range(len(ratios) - len(per_pass)))
+                for values, ratio in zip(per_pass, ratios):
+                    values.append(ratio)
+            elif round_index == 0 or line.startswith(("throughput", "per-item", "math: starting")):
+                print(line)
+    for i, values in enumerate(per_pass):
+        label = "cold" if i == 0 else "warm"
+        listed = ", ".join(f"{v:.2f}x" for v in values)
+        print(
+            f"pass {i + 1} ({label}) ratio over {len(values)} rounds: min {min(values):.2f}x, "
+            f"median {statistics.median(values):.2f}x, max {max(values):.2f}x ({listed})"
+        )
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="list the cases where `math` disagrees")
@@ -98,7 +131,16 @@ def main() -> int:
         default=2,
         help="timed passes over the set; pass 1 is cold, later ones warm (caches filled)",
     )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="repeat the whole measurement in this many fresh interpreters (each pass 1 is cold) and summarise",
+    )
     args = parser.parse_args()
+    if args.rounds > 1:
+        forwarded = ["--passes", str(args.passes)] + (["--workers", str(args.workers)] if args.workers else [])
+        return run_rounds(args.rounds, forwarded + ["--skip-trl"] * args.skip_trl + ["-v"] * args.verbose)
     folder = data_dir()
     if not folder.is_dir():
         print(f"no data at {folder}; set MATH_EQUIVALENCE_DIR", file=sys.stderr)
@@ -107,7 +149,9 @@ def main() -> int:
     cases = [case for file_cases in per_file.values() for case in file_cases]
     overlap = warm_up_overlap(cases)
     if overlap:
-        print(f"the workers' warm-up inputs occur in the data, so pass 1 would not be cold: {overlap}", file=sys.stderr)
+        print(
+            f"the workers' warm-up inputs occur in the data, so pass 1 would not be cold: {overlap}", file=sys.stderr
+        )
         return 1
     ours, results, ours_s = run_math(cases, args.workers, args.passes)
     nan = [float("nan")] * args.passes
@@ -140,6 +184,7 @@ def main() -> int:
             f"throughput pass {i + 1} ({label}): math {len(cases) / mine:.1f} cases/s ({mine:.2f} s), "
             f"accuracy_reward {len(cases) / trl:.1f} cases/s ({trl:.2f} s); ratio {trl / mine:.2f}x"
         )
+    print(ROUND_MARKER + json.dumps({"ratios": [trl / mine for mine, trl in zip(ours_s, theirs_s)]}))
     if args.verbose:
         for case, verdict, result in zip(cases, ours, results):
             if verdict != case["expected"]:
