@@ -44,13 +44,13 @@ def load_cases(folder: Path) -> dict[str, list[dict]]:
 
 def warm_up_overlap(cases: list[dict]) -> list[str]:
     """Warm-up inputs that also occur in the benchmark data: any would make the cold figure a warm one for them."""
-    from trl_grpo_ext.verifiers.math_compare import WARM_UP_PAIRS
+    from trl_grpo_ext.verifiers.math_compare import WARM_UP_LEAVES, WARM_UP_PAIRS
 
     def squeeze(text: str) -> str:
         return "".join(text.split()).strip("$")
 
     data = [squeeze(case[key]) for case in cases for key in ("gold", "pred")]
-    warm = {squeeze(text) for pair in WARM_UP_PAIRS for text in pair}
+    warm = {squeeze(text) for pair in WARM_UP_PAIRS for text in pair} | {squeeze(text) for text in WARM_UP_LEAVES}
     return sorted(text for text in warm if any(text == item or (len(text) >= 8 and text in item) for item in data))
 
 
@@ -59,7 +59,7 @@ def run_math(cases: list[dict], n_workers: int | None, passes: int) -> tuple[lis
 
     verifier = get_verifier("math", timeout_s=PER_ITEM_LIMIT_S, n_workers=n_workers)
     start = time.perf_counter()
-    verifier.verify_batch([r"\boxed{x+1}"], ["1+x"])  # start the workers (they warm up) before timing
+    verifier.start()  # start the workers and wait until each has warmed up, before timing
     print(f"math: starting and warming the workers took {time.perf_counter() - start:.2f} s (once per training run)")
     seconds = []
     for _ in range(passes):

@@ -50,6 +50,12 @@ class Verifier:
             )
         return [self.verify(c, r) for c, r in zip(completions, references)]
 
+    def start(self, wait: bool = True) -> None:
+        """Start worker processes now rather than on the first batch (verifiers without workers do nothing).
+
+        With `wait=False` they start in the background, e.g. while the trainer loads the model.
+        """
+
     def close(self) -> None:
         """Release workers or sandboxes. Safe to call more than once."""
 

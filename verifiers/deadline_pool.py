@@ -81,6 +81,21 @@ def _worker_main(
             return
 
 
+def default_worker_count() -> int:
+    """The usable CPU cores, shared among the training processes of this machine.
+
+    `accelerate launch` and `torchrun` start one process per GPU and set LOCAL_WORLD_SIZE; each process builds its own
+    verifier, so each gets its share of the cores instead of all of them (8 processes x 64 workers on 64 cores would
+    leave the GPUs waiting on an oversubscribed CPU).
+    """
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    try:
+        local_processes = max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    except ValueError:
+        local_processes = 1
+    return max(1, cores // local_processes)
+
+
 class _Worker:
     """One worker interpreter and the two pipe ends the parent holds."""
 
@@ -157,7 +172,7 @@ class DeadlinePool:
         memory_limit_mb: int | None = None,
     ):
         if n_workers is None:
-            n_workers = max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
+            n_workers = default_worker_count()
         if not isinstance(n_workers, int) or n_workers < 1:
             raise ValueError(f"n_workers must be a positive integer, got {n_workers!r}.")
         self.n_workers = n_workers
@@ -201,10 +216,35 @@ class DeadlinePool:
                 return worker
             # A worker that cannot start (broken environment, failing initializer) would fail again: stop here.
             self._retire(worker, replace=True)
-            raise RuntimeError(
-                f"a worker process did not start within {STARTUP_TIMEOUT_S:g} s (see its stderr above); "
-                "check that the initializer and the function are importable in a fresh interpreter."
-            )
+            raise self._startup_error()
+
+    @staticmethod
+    def _startup_error() -> RuntimeError:
+        return RuntimeError(
+            f"a worker process did not start within {STARTUP_TIMEOUT_S:g} s (see its stderr above); "
+            "check that the initializer and the function are importable in a fresh interpreter."
+        )
+
+    def wait_until_ready(self) -> None:
+        """Block until every idle worker has started (imported its libraries and run the initializer).
+
+        Workers start in the background as soon as the pool exists; this only waits for them. Busy workers are
+        started by definition.
+        """
+        taken: list[_Worker] = []
+        while True:
+            try:
+                taken.append(self._idle.get_nowait())
+            except queue.Empty:
+                break
+        failed = [worker for worker in taken if not worker.wait_ready()]
+        for worker in taken:
+            if worker in failed:
+                self._retire(worker, replace=True)
+            else:
+                self._idle.put(worker)
+        if failed:
+            raise self._startup_error()
 
     def _release(self, worker: _Worker) -> None:
         if self._closed:

@@ -66,7 +66,7 @@ class MathVerifier(Verifier):
     Options: rel_tol / abs_tol (numbers that are not both rationals are equal when
     |a - b| <= max(rel_tol * max(|a|, |b|), abs_tol)); timeout_s (hard deadline per item); percent ("either": `10\\%`
     may be read as 10 or 0.1, "strip": as 10, "fraction": as 0.1); strip_units; n_workers (default: the usable CPU
-    cores); memory_limit_mb (per worker).
+    cores, divided among the training processes of the machine); memory_limit_mb (per worker).
     """
 
     def __init__(
@@ -125,6 +125,13 @@ class MathVerifier(Verifier):
     async def averify_batch(self, completions: Sequence[str], references: Sequence[Any]) -> list[VerificationResult]:
         """`verify_batch` for asyncio code: the event loop keeps running while workers compute."""
         return await asyncio.to_thread(self.verify_batch, completions, references)
+
+    def start(self, wait: bool = True) -> None:
+        """Start the worker processes (each imports sympy and warms its parser, 2-5 s) now rather than on the first
+        batch that needs them; `wait=False` returns at once and lets them start in the background."""
+        pool = self._ensure_pool()
+        if wait:
+            pool.wait_until_ready()
 
     def close(self) -> None:
         with self._pool_lock:
@@ -233,17 +240,18 @@ class MathVerifier(Verifier):
         if not pair_lists:
             return []
         try:
-            with self._pool_lock:
-                if self._pool is None:
-                    self._pool = DeadlinePool(
-                        self.n_workers, initializer=warm_up, memory_limit_mb=self.memory_limit_mb
-                    )
-                pool = self._pool
+            pool = self._ensure_pool()
             items = [(pairs, self.rel_tol, self.abs_tol) for pairs in pair_lists]
             return pool.map(compare_task, items, timeout_s=self.timeout_s)
         except Exception as exc:
             logger.warning("math verifier workers failed: %s: %s; scoring 0", type(exc).__name__, exc)
             return [TaskOutcome("error", error=str(exc))] * len(pair_lists)
+
+    def _ensure_pool(self) -> DeadlinePool:
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = DeadlinePool(self.n_workers, initializer=warm_up, memory_limit_mb=self.memory_limit_mb)
+            return self._pool
 
     def _result_from(self, item: _Pending, outcome: TaskOutcome) -> VerificationResult:
         if outcome.status == "timeout":

@@ -165,3 +165,35 @@ def test_bad_worker_count(n_workers):
 def test_bad_timeout(pool, timeout_s):
     with pytest.raises(ValueError, match="timeout_s"):
         pool.map(abs, [(1,)], timeout_s=timeout_s)
+
+
+def test_wait_until_ready_returns_once_every_worker_has_run_its_initializer(tmp_path, monkeypatch):
+    from pool_helpers import record_start
+
+    monkeypatch.setenv("POOL_TEST_DIR", str(tmp_path))
+    with DeadlinePool(n_workers=2, initializer=record_start) as p:
+        p.wait_until_ready()
+        assert sorted(os.listdir(tmp_path)) == sorted(str(pid) for pid in p.worker_pids())
+        assert [outcome.value for outcome in p.map(operator.neg, [(1,), (2,)])] == [-1, -2]
+
+
+def test_wait_until_ready_reports_a_worker_that_cannot_start():
+    from pool_helpers import fail_to_start
+
+    with DeadlinePool(n_workers=1, initializer=fail_to_start) as p:
+        with pytest.raises(RuntimeError, match="did not start"):
+            p.wait_until_ready()
+
+
+@pytest.mark.parametrize(
+    "local_world_size, share", [(None, 1), ("1", 1), ("2", 2), ("not a number", 1), ("1000", None)]
+)
+def test_default_worker_count_shares_the_cores_among_local_training_processes(monkeypatch, local_world_size, share):
+    from trl_grpo_ext.verifiers.deadline_pool import default_worker_count
+
+    cores = len(os.sched_getaffinity(0))
+    if local_world_size is None:
+        monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    else:
+        monkeypatch.setenv("LOCAL_WORLD_SIZE", local_world_size)
+    assert default_worker_count() == (max(1, cores // share) if share else 1)

@@ -289,3 +289,12 @@ def test_rebuilt_makes_operand_order_canonical_and_computes_nothing_more(a, b, s
     from trl_grpo_ext.verifiers.math_compare import _rebuilt
 
     assert (_rebuilt(parse_leaf(a)) == _rebuilt(parse_leaf(b))) is same
+
+
+def test_every_warm_up_input_parses_and_every_warm_up_pair_is_equal():
+    from trl_grpo_ext.verifiers.math_compare import WARM_UP_LEAVES, WARM_UP_PAIRS, latex_to_sympy
+
+    for latex in WARM_UP_LEAVES:
+        latex_to_sympy(latex)  # raises on a shape the installed parser rejects
+    for pred, ref in WARM_UP_PAIRS:
+        assert compare_task([(pred, ref)], 1e-4, 1e-12) == (True, "symbolic"), (pred, ref)

@@ -207,3 +207,32 @@ def _alive(pid: int) -> bool:
             return f.read().split()[2] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_start_runs_the_workers_before_the_first_batch():
+    from trl_grpo_ext.verifiers import get_verifier
+
+    verifier = get_verifier("math", n_workers=1)
+    try:
+        verifier.start(wait=False)  # returns at once; the worker warms up in the background
+        pool = verifier._pool
+        assert pool is not None and len(pool.worker_pids()) == 1
+        verifier.start()  # waits for it; the same pool serves the batch
+        assert verifier._pool is pool
+        assert verifier.verify(r"\boxed{\frac{x+2}{2}}", r"\frac{x}{2}+1").score == 1.0
+    finally:
+        verifier.close()
+
+
+def test_start_is_a_no_op_for_a_verifier_without_workers():
+    from trl_grpo_ext.verifiers import register_verifier
+
+    @register_verifier("always_one_for_start_test", override=True)
+    def always_one(completion, reference):
+        return 1.0
+
+    from trl_grpo_ext.verifiers import get_verifier
+
+    verifier = get_verifier("always_one_for_start_test")
+    verifier.start()
+    assert verifier.verify("x", "y").score == 1.0
