@@ -74,10 +74,10 @@ def run_math(cases: list[dict], n_workers: int | None, passes: int) -> tuple[lis
 def run_accuracy_reward(cases: list[dict], passes: int) -> tuple[list[bool], list[float]]:
     from trl.rewards import accuracy_reward
 
-    from trl_grpo_ext.verifiers.math_compare import WARM_UP_PAIRS
+    from trl_grpo_ext.verifiers.math_compare import WARM_UP_LEAVES, WARM_UP_PAIRS
 
-    # The same warm-up our workers get: imports and parser caches are ready before timing.
-    for pred, gold in WARM_UP_PAIRS:
+    # The same warm-up inputs as our workers get: imports and parser caches are ready before timing.
+    for pred, gold in [*WARM_UP_PAIRS, *((leaf, leaf) for leaf in WARM_UP_LEAVES)]:
         accuracy_reward([[{"role": "assistant", "content": f"$\\boxed{{{pred}}}$"}]], [f"${gold}$"])
     seconds = []
     for _ in range(passes):
