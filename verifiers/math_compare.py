@@ -22,7 +22,8 @@ import sympy
 from antlr4 import BailErrorStrategy
 from antlr4.atn.PredictionMode import PredictionMode
 from antlr4.error.Errors import ParseCancellationException
-from latex2sympy2_extended.latex2sympy2 import NormalizationConfig, _Latex2Sympy, normalize_latex
+from latex2sympy2_extended import NormalizationConfig, latex2sympy
+from latex2sympy2_extended.latex2sympy2 import normalize_latex
 from sympy import MatrixBase
 
 from .math_normalize import plain_number
@@ -191,6 +192,12 @@ def parse_leaf(latex: str) -> sympy.Basic:
     return expr
 
 
+try:  # the library's converter class is not public API: a release without it gets the public entry point
+    from latex2sympy2_extended.latex2sympy2 import _Latex2Sympy
+except ImportError:
+    _Latex2Sympy = object
+
+
 class _Converter(_Latex2Sympy):
     """latex2sympy2_extended's converter, with two speed-ups that do not change its result.
 
@@ -223,6 +230,8 @@ class _Converter(_Latex2Sympy):
 
 def latex_to_sympy(latex: str) -> object:
     """What `latex2sympy(latex, normalization_config=PARSE_CONFIG)` returns, parsed SLL first and LL only if needed."""
+    if _Latex2Sympy is object:
+        return latex2sympy(latex, normalization_config=PARSE_CONFIG)
     text = normalize_latex(latex, PARSE_CONFIG)
     try:
         return _Converter(sll=True).parse(text)

@@ -68,7 +68,8 @@ def as_reward_function(
     `<name>/unparseable_rate`, `<name>/no_answer_rate`, ... through `log_metric`, and the columns
     `<name>_extracted` and `<name>_reason` through `log_extra`, when the trainer passes those loggers.
     The verifier is built here (an unknown name or a bad option fails now, not mid-training) and kept as
-    `reward.verifier`; its worker processes start on first use, and `reward.verifier.close()` stops them.
+    `reward.verifier`; its worker processes start on first use (or at `reward.verifier.start(wait=False)`, in the
+    background), and `reward.verifier.close()` stops them.
     """
     if not isinstance(reference_column, str) or not reference_column:
         raise ValueError(f"reference_column must be a non-empty column name, got {reference_column!r}.")
