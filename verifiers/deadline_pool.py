@@ -203,20 +203,46 @@ class DeadlinePool:
             self._idle.put(self._spawn())
 
     def _acquire(self, block: bool) -> _Worker | None:
+        """An idle worker that has started, preferring one that is ready now. Without `block`, None when there is
+        none: the caller goes back to enforcing the deadlines of its running items rather than wait for a
+        replacement worker to finish starting (which takes as long as the initializer)."""
         while True:
             if self._closed:
                 raise RuntimeError("This DeadlinePool is closed; create a new one.")
+            worker = self._take_started()
+            if worker is not None or not block:
+                return worker
             try:
-                worker = self._idle.get(block=block, timeout=0.5 if block else None)
+                worker = self._idle.get(timeout=0.5)
             except queue.Empty:
-                if block:
-                    continue
-                return None
+                continue
             if worker.wait_ready():
                 return worker
             # A worker that cannot start (broken environment, failing initializer) would fail again: stop here.
             self._retire(worker, replace=True)
             raise self._startup_error()
+
+    def _take_started(self) -> _Worker | None:
+        """Take an idle worker whose start is over, without waiting; workers still starting go back in the queue."""
+        starting: list[_Worker] = []
+        found = None
+        try:
+            for _ in range(self._idle.qsize()):
+                try:
+                    worker = self._idle.get_nowait()
+                except queue.Empty:
+                    break
+                if worker.ready or worker.reader.poll(0):  # its "ready" message (or EOF, if it died) is waiting
+                    found = worker
+                    break
+                starting.append(worker)
+        finally:
+            for worker in starting:
+                self._idle.put(worker)
+        if found is None or found.wait_ready():
+            return found
+        self._retire(found, replace=True)
+        raise self._startup_error()
 
     @staticmethod
     def _startup_error() -> RuntimeError:

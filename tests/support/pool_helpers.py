@@ -13,3 +13,8 @@ def record_start() -> None:
 
 def fail_to_start() -> None:
     raise RuntimeError("this initializer always fails")
+
+
+def slow_start() -> None:
+    """A worker that takes 3 s to start, like one importing and warming a large library."""
+    time.sleep(3.0)

@@ -197,3 +197,17 @@ def test_default_worker_count_shares_the_cores_among_local_training_processes(mo
     else:
         monkeypatch.setenv("LOCAL_WORLD_SIZE", local_world_size)
     assert default_worker_count() == (max(1, cores // share) if share else 1)
+
+
+def test_a_replacement_still_starting_does_not_delay_the_deadlines_of_running_items():
+    """After a timeout the pool starts a replacement; while it starts, the other worker's item keeps its deadline."""
+    from pool_helpers import slow_start
+
+    timeout_s = 2.0
+    items = [(100.0,), (0.5,), (100.0,), (0.0,)]  # A times out; B finishes, then C runs on that worker and times out
+    with DeadlinePool(n_workers=2, initializer=slow_start) as p:
+        p.wait_until_ready()
+        outcomes = p.map(time.sleep, items, timeout_s=timeout_s)
+    a, b, c, d = outcomes
+    assert (a.status, b.status, c.status, d.status) == ("timeout", "ok", "timeout", "ok")
+    assert c.elapsed_s < timeout_s + 1.0  # not timeout + the 3 s start of A's replacement
