@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -94,29 +95,33 @@ ROUND_MARKER = "round result: "
 
 
 def run_rounds(rounds: int, forwarded: list[str]) -> int:
-    """Run the benchmark in `rounds` fresh interpreters, one after the other, and summarise the throughput ratios."""
-    per_pass: list[list[float]] = []
+    """Run the benchmark in `rounds` fresh interpreters, one after the other, and summarise each pass over them:
+    the `math` verifier's throughput and, unless --skip-trl, its ratio to `accuracy_reward`'s."""
+    per_pass: dict[str, list[list[float]]] = {"math cases/s": [], "ratio": []}
     for round_index in range(rounds):
         print(f"--- round {round_index + 1} of {rounds}", flush=True)
         done = subprocess.run([sys.executable, __file__, *forwarded], capture_output=True, text=True, check=False)
-        sys.stderr.write(done.stderr[-2000:] if done.returncode else "")
         if done.returncode:
+            sys.stderr.write(done.stderr[-2000:])
             return done.returncode
         for line in done.stdout.splitlines():
             if line.startswith(ROUND_MARKER):
-                ratios = json.loads(line[len(ROUND_MARKER) :])["ratios"]
-                per_pass.extend([] for _ in range(len(ratios) - len(per_pass)))
-                for values, ratio in zip(per_pass, ratios):
-                    values.append(ratio)
+                for name, values in json.loads(line[len(ROUND_MARKER) :]).items():
+                    per_pass[name].extend([] for _ in range(len(values) - len(per_pass[name])))
+                    for collected, value in zip(per_pass[name], values):
+                        collected.append(value)
             elif round_index == 0 or line.startswith(("throughput", "per-item", "math: starting")):
                 print(line)
-    for i, values in enumerate(per_pass):
-        label = "cold" if i == 0 else "warm"
-        listed = ", ".join(f"{v:.2f}x" for v in values)
-        print(
-            f"pass {i + 1} ({label}) ratio over {len(values)} rounds: min {min(values):.2f}x, "
-            f"median {statistics.median(values):.2f}x, max {max(values):.2f}x ({listed})"
-        )
+    for name, passes in per_pass.items():
+        for i, values in enumerate(passes):
+            if any(math.isnan(v) for v in values):
+                continue
+            label = "cold" if i == 0 else "warm"
+            listed = ", ".join(f"{v:.2f}" for v in values)
+            print(
+                f"pass {i + 1} ({label}) {name} over {len(values)} rounds: min {min(values):.2f}, "
+                f"median {statistics.median(values):.2f}, max {max(values):.2f} ({listed})"
+            )
     return 0
 
 
@@ -184,7 +189,11 @@ def main() -> int:
             f"throughput pass {i + 1} ({label}): math {len(cases) / mine:.1f} cases/s ({mine:.2f} s), "
             f"accuracy_reward {len(cases) / trl:.1f} cases/s ({trl:.2f} s); ratio {trl / mine:.2f}x"
         )
-    print(ROUND_MARKER + json.dumps({"ratios": [trl / mine for mine, trl in zip(ours_s, theirs_s)]}))
+    summary = {
+        "math cases/s": [len(cases) / mine for mine in ours_s],
+        "ratio": [trl / mine for mine, trl in zip(ours_s, theirs_s)],
+    }
+    print(ROUND_MARKER + json.dumps(summary))
     if args.verbose:
         for case, verdict, result in zip(cases, ours, results):
             if verdict != case["expected"]:
