@@ -8,6 +8,7 @@ stdout is compared here with the expected output.
 
 from __future__ import annotations
 
+import math
 import os
 import select
 import socket
@@ -131,7 +132,39 @@ def normalize_output(text: str) -> list[str]:
     return lines
 
 
-def run_stdio_case(pool: SandboxPool, code: str, stdin: str, expected: str) -> Outcome:
+def outputs_match(actual: str, expected: str, float_tolerance: float | None = None) -> bool:
+    """Whether a program's stdout answers a case: the lines of `normalize_output` are equal.
+
+    With `float_tolerance`, lines are compared token by token (whitespace-separated), and a token written as a
+    decimal number (with a point or an exponent) on either side equals the other token when both are finite numbers
+    with |got - want| <= float_tolerance * max(1, |want|): the absolute-or-relative error check of judges for
+    problems whose answers are real numbers. Integer tokens stay exact: `1000001` never equals `1000000`.
+    """
+    got, want = normalize_output(actual), normalize_output(expected)
+    if float_tolerance is None:
+        return got == want
+    return len(got) == len(want) and all(
+        _tokens_match(line.split(), wanted.split(), float_tolerance) for line, wanted in zip(got, want)
+    )
+
+
+def _tokens_match(got: list[str], want: list[str], tolerance: float) -> bool:
+    return len(got) == len(want) and all(a == b or _reals_close(a, b, tolerance) for a, b in zip(got, want))
+
+
+def _reals_close(got: str, want: str, tolerance: float) -> bool:
+    if not any(c in token for token in (got, want) for c in ".eE"):
+        return False  # two integers (or words) that differ
+    try:
+        x, y = float(got), float(want)
+    except ValueError:
+        return False
+    return math.isfinite(x) and math.isfinite(y) and abs(x - y) <= tolerance * max(1.0, abs(y))
+
+
+def run_stdio_case(
+    pool: SandboxPool, code: str, stdin: str, expected: str, float_tolerance: float | None = None
+) -> Outcome:
     """One stdin/stdout case: passes when the program exits with status 0 in time and its output matches."""
     sandbox = pool.acquire()
     try:
@@ -148,7 +181,7 @@ def run_stdio_case(pool: SandboxPool, code: str, stdin: str, expected: str) -> O
     if status != 0:
         return Outcome(0, 1, f"runtime_error: exit status {status}")
     actual = output.decode("utf-8", errors="replace")
-    if normalize_output(actual) != normalize_output(expected):
+    if not outputs_match(actual, expected, float_tolerance):
         return Outcome(0, 1, None, failures=[{"error": "wrong output", "output": actual[:200]}])
     return Outcome(1, 1)
 

@@ -81,7 +81,11 @@ def _case(stdin: Any, stdout: Any) -> tuple[str, str]:
 
 @register_verifier("code")
 class CodeVerifier(Verifier):
-    """Runs the completion's Python against unit tests in a sandbox; 1.0 when every test passes."""
+    """Runs the completion's Python against unit tests in a sandbox; 1.0 when every test passes.
+
+    `float_tolerance` (stdin/stdout cases only; default None, exact lines) accepts real-number tokens within
+    absolute-or-relative error `float_tolerance`, e.g. 1e-6 (see `code_runner.outputs_match`).
+    """
 
     def __init__(
         self,
@@ -90,6 +94,7 @@ class CodeVerifier(Verifier):
         max_processes: int = 64,
         max_output_bytes: int = 8 << 20,
         partial_credit: bool = False,
+        float_tolerance: float | None = None,
         workers: int | None = None,
         isolation: str = "auto",
         python: str | None = None,
@@ -101,7 +106,17 @@ class CodeVerifier(Verifier):
             wall_s=float(timeout_s), cpu_s=max(1, int(timeout_s) + 1), memory_mb=int(memory_mb),
             processes=int(max_processes), output_bytes=int(max_output_bytes),
         )  # fmt: skip
+        if float_tolerance is not None and (
+            isinstance(float_tolerance, bool)
+            or not isinstance(float_tolerance, (int, float))
+            or not 0 < float_tolerance < 1
+        ):
+            raise ValueError(
+                f"code verifier option float_tolerance={float_tolerance!r} must be None (exact output) or a number "
+                "between 0 and 1, e.g. 1e-6."
+            )
         self.partial_credit = partial_credit
+        self.float_tolerance = float_tolerance
         self.workers = workers or min(8, os.cpu_count() or 2)
         self.isolation = detect_isolation(isolation, python)
         self._pool = None
@@ -137,7 +152,7 @@ class CodeVerifier(Verifier):
             return run_function_tests(self._pool, self._judge, code, tests)
         total, passed, first_error, failures = len(tests), 0, None, []
         for stdin, expected in tests:
-            case = run_stdio_case(self._pool, code, stdin, expected)
+            case = run_stdio_case(self._pool, code, stdin, expected, self.float_tolerance)
             passed += case.passed
             failures += case.failures[:1]
             first_error = first_error or case.error

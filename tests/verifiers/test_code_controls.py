@@ -195,3 +195,19 @@ def test_bad_options_name_the_field():
         get_verifier("code", isolation="docker")
     with pytest.raises(ValueError, match="timeout_s=-1"):
         get_verifier("code", timeout_s=-1)
+
+
+def test_stdio_float_tolerance():
+    from code_verifier_helpers import make_code_verifier
+
+    code = "n = int(input())\nprint(1 / n)"
+    cases = [{"input": "3\n", "output": "0.333333333\n"}]  # the program prints 0.3333333333333333
+    exact = make_code_verifier(timeout_s=10)
+    tolerant = make_code_verifier(timeout_s=10, float_tolerance=1e-6)
+    try:
+        assert exact.verify(code, cases).score == 0.0
+        assert tolerant.verify(code, cases).score == 1.0
+        assert tolerant.verify("print(0.3334)", cases).score == 0.0
+    finally:
+        exact.close()
+        tolerant.close()
