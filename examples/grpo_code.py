@@ -57,6 +57,12 @@ class CodeScriptArguments(ScriptArguments):
     )
     partial_credit: bool = field(default=False, metadata={"help": "Reward the fraction of tests passed."})
     verifier_timeout_s: float = field(default=5.0, metadata={"help": "Wall-time limit per program, seconds."})
+    float_tolerance: float | None = field(
+        default=None,
+        metadata={
+            "help": "Stdin/stdout tests: accept real numbers within this absolute-or-relative error (e.g. 1e-6)."
+        },
+    )
 
 
 def load_train_dataset(script_args: CodeScriptArguments, seed: int):
@@ -93,6 +99,7 @@ def main(script_args: CodeScriptArguments, training_args: GRPOExtConfig, model_a
         reference_column="tests",
         timeout_s=script_args.verifier_timeout_s,
         partial_credit=script_args.partial_credit,
+        float_tolerance=script_args.float_tolerance,
     )
     trainer = GRPOExtTrainer(
         model=model_args.model_name_or_path or tiny_model(),
