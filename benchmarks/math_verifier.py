@@ -8,9 +8,11 @@ case agrees when the verdict (score 1 = equal; 0 or None = not equal) matches `e
     python benchmarks/math_verifier.py -v         # also list every case where `math` disagrees with the label
     python benchmarks/math_verifier.py --rounds 5 # 5 fresh runs in a row: min, median and max of the ratios
 
-Throughput is timed over whole passes of the set, the same number for both graders: pass 1 right after start-up
-(cold parser caches), pass 2 in the steady state of a training run (both graders cache parsed LaTeX; the `math`
-verifier's cache of whole verdicts is cleared before each pass).
+Throughput is timed over whole passes of the set, the same number for both graders, after the same warm-up inputs
+(our workers' `WARM_UP_PAIRS` and `WARM_UP_LEAVES`; the run stops if any of them occurs in the data) and, for the
+`math` verifier, once every worker has started. Pass 1 is cold: no timed string was seen before. Pass 2 repeats the
+strings, so both graders' parse caches hit (the `math` verifier's cache of whole verdicts is cleared before each
+pass); it overstates a training run, whose answers change from step to step.
 
 Both graders get the same per-item limit: `accuracy_reward` hard-codes 5 s per verification (10 s per parse) in the
 main thread; the `math` verifier runs with timeout_s=5 on its worker processes (one per core).
