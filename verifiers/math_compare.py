@@ -19,9 +19,9 @@ import re
 from dataclasses import dataclass
 
 import sympy
-from antlr4 import BailErrorStrategy
 from antlr4.atn.PredictionMode import PredictionMode
 from antlr4.error.Errors import ParseCancellationException
+from antlr4.error.ErrorStrategy import BailErrorStrategy
 from latex2sympy2_extended import NormalizationConfig, latex2sympy
 from latex2sympy2_extended.latex2sympy2 import normalize_latex
 from sympy import MatrixBase
