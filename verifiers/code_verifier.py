@@ -14,7 +14,6 @@ result's `details` say which isolation was in force (see sandbox.py for what eac
 from __future__ import annotations
 
 import logging
-import os
 import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +21,7 @@ from typing import Any
 
 from .base import VerificationResult, Verifier, register_verifier
 from .code_runner import JudgeProcess, Outcome, run_function_tests, run_stdio_case
+from .deadline_pool import default_worker_count
 from .sandbox import Limits, SandboxPool, detect_isolation
 
 logger = logging.getLogger("trl_grpo_ext.verifiers")
@@ -117,7 +117,7 @@ class CodeVerifier(Verifier):
             )
         self.partial_credit = partial_credit
         self.float_tolerance = float_tolerance
-        self.workers = workers or min(8, os.cpu_count() or 2)
+        self.workers = workers or min(8, default_worker_count())  # sandboxes run at once, per training process
         self.isolation = detect_isolation(isolation, python)
         self._pool = None
         self._judge = None
