@@ -7,6 +7,9 @@ Three thin overrides, each delegating to stock for the rest (see docs/trl_hooks.
   subtracting the KL penalty when `kl_placement="reward"`) and takes this process's slice, exactly as stock does;
 - `_compute_loss` delegates to stock when the KL term is stock's k3; otherwise it runs stock with the KL switched off
   and adds `beta * KL` aggregated with the loss type's own normaliser (the loss is linear in its per-token terms).
+
+With an adaptive coefficient (`kl_target`), `AdaptiveKLState` carries beta into each checkpoint's trainer state and
+`_load_callback_state` restores it on resume.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import torch
 import trl.trainer.grpo_trainer as stock_module
 from accelerate.utils import is_peft_model
 from torch import nn
+from transformers import TrainerCallback
+from transformers.trainer_callback import ExportableState
 from trl import GRPOTrainer
 from trl.models.utils import disable_gradient_checkpointing
 
@@ -57,6 +62,19 @@ def reference_from_memory(model: nn.Module):
         yield
 
 
+class AdaptiveKLState(TrainerCallback, ExportableState):
+    """The adaptive KL coefficient, saved in each checkpoint's `trainer_state.json` (`stateful_callbacks`).
+
+    A callback only in order to use the trainer state's slot for exportable state; it reacts to no event.
+    """
+
+    def __init__(self, beta: float):
+        self.beta = beta
+
+    def state(self) -> dict:
+        return {"args": {"beta": self.beta}, "attributes": {}}
+
+
 class GRPOExtTrainer(GRPOTrainer):
     """Drop-in `GRPOTrainer` whose advantage and KL estimators are chosen in `GRPOExtConfig`."""
 
@@ -81,6 +99,25 @@ class GRPOExtTrainer(GRPOTrainer):
             super().__init__(model, reward_funcs, args=args, **kwargs)
         self._gathered_rewards_per_func: torch.Tensor | None = None
         self._kl_window = torch.zeros(2, device=self.accelerator.device)  # (sum of sequence KLs, sequences)
+        if args.kl_target is not None:
+            self.add_callback(AdaptiveKLState(self.beta))
+
+    def _load_callback_state(self) -> None:
+        """On resume, continue from the checkpoint's adaptive beta rather than the initial one.
+
+        Restored whatever `restore_callback_states_from_checkpoint` says: that flag is about user callbacks, while
+        beta is training state like the optimizer's.
+        """
+        super()._load_callback_state()
+        saved = self.state.stateful_callbacks.get(AdaptiveKLState.__name__)
+        if self.args.kl_target is None or not saved:
+            return
+        self.beta = float(saved["args"]["beta"])
+        self._adaptive_kl_state().beta = self.beta
+
+    def _adaptive_kl_state(self) -> AdaptiveKLState:
+        # Looked up rather than kept: restoring callback states may replace the callback object.
+        return next(cb for cb in self.callback_handler.callbacks if isinstance(cb, AdaptiveKLState))
 
     # --- rewards and advantages ---
 
@@ -244,4 +281,5 @@ class GRPOExtTrainer(GRPOTrainer):
         self._kl_window.zero_()
         error = min(max(total / max(count, 1.0) / self.args.kl_target - 1, -0.2), 0.2)
         self.beta = self.beta * (1 + error * count / self.args.kl_horizon)
+        self._adaptive_kl_state().beta = self.beta
         self._metrics["train"]["beta"].append(self.beta)

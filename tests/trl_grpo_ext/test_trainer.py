@@ -3,13 +3,14 @@ coefficient, LoRA, and the reference model of a model built or changed in memory
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
 import torch
 from peft import LoraConfig
 from trainer_helpers import digit_reward, length_parity_reward, make_config, parameters, prompt_dataset, train
-from transformers import AutoModelForCausalLM
+from transformers import AutoModelForCausalLM, TrainerCallback
 
 from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
 from trl_grpo_ext.advantages import (
@@ -153,6 +154,31 @@ def test_adaptive_beta_follows_the_controller(tiny_model_dir, tmp_path):
     expected = [0.1 * (1 - 0.2 * n / 40) ** t for t in (1, 2, 3)]
     assert logged(trainer, "beta") == pytest.approx(expected, rel=1e-12)
     assert trainer.beta == pytest.approx(expected[-1], rel=1e-12)
+
+
+def test_adaptive_beta_is_saved_and_resumed(tiny_model_dir, tmp_path):
+    """A run resumed from step 2's checkpoint starts from step 2's beta and ends where the uninterrupted run ends."""
+    settings = dict(beta=0.1, kl_target=1e6, kl_horizon=40, max_steps=3, save_strategy="steps", save_steps=2)
+    full = train(GRPOExtTrainer, ext_config(tmp_path, **settings), tiny_model_dir)
+    checkpoint = tmp_path / "out" / "checkpoint-2"
+    saved = json.loads((checkpoint / "trainer_state.json").read_text())["stateful_callbacks"]["AdaptiveKLState"]
+    assert saved["args"]["beta"] == logged(full, "beta")[1]
+
+    class BetaAtStart(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.beta = resumed.beta
+
+    at_start = BetaAtStart()
+    resumed = GRPOExtTrainer(
+        model=tiny_model_dir,
+        reward_funcs=[digit_reward],
+        args=ext_config(tmp_path, **settings),
+        train_dataset=prompt_dataset(),
+        callbacks=[at_start],
+    )
+    resumed.train(resume_from_checkpoint=str(checkpoint))
+    assert at_start.beta == saved["args"]["beta"] != 0.1
+    assert resumed.beta == pytest.approx(full.beta, rel=1e-12)
 
 
 def test_model_built_in_memory_gets_itself_as_reference(tmp_path):
