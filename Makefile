@@ -19,9 +19,11 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
 
+# vermin: the code runs on the oldest Python that requires-python admits.
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/vermin -q --no-tips --violations --eval-annotations -t=3.11- trl_grpo_ext verifiers examples benchmarks tests
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix .

@@ -3,13 +3,31 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 
 import pytest
+
+# Caches go to a folder of this test session, set before any Hugging Face library is imported (they read these at
+# import) and inherited by the processes the tests launch: the suite writes nothing to the user's caches.
+CACHE_ROOT = tempfile.mkdtemp(prefix="trl-grpo-ext-test-cache-")
+for variable, folder in {
+    "HF_HOME": "huggingface",
+    "HF_HUB_CACHE": "huggingface/hub",
+    "HF_DATASETS_CACHE": "huggingface/datasets",
+    "XDG_CACHE_HOME": "xdg",
+    "MPLCONFIGDIR": "matplotlib",
+}.items():
+    os.environ[variable] = os.path.join(CACHE_ROOT, folder)
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(CACHE_ROOT, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

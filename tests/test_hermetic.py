@@ -1,0 +1,16 @@
+"""The suite writes nothing outside temporary folders: the Hugging Face caches are the test session's own."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def test_hugging_face_caches_are_in_a_temporary_folder():
+    import datasets.config
+    import huggingface_hub.constants
+
+    temporary = Path(tempfile.gettempdir()).resolve()
+    for cache in (datasets.config.HF_DATASETS_CACHE, huggingface_hub.constants.HF_HUB_CACHE, os.environ["HF_HOME"]):
+        assert temporary in Path(cache).resolve().parents, cache
