@@ -54,7 +54,7 @@ def compare_task(pairs: list[tuple[str, str]], rel_tol: float, abs_tol: float) -
 
 
 def warm_up() -> None:
-    from .math_compare import warm_up as warm
+    from .math_warmup import warm_up as warm
 
     warm()
 

@@ -4,7 +4,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trl_grpo_ext.verifiers.math_compare import TooLargeError, compare_task, guard_size, parse_leaf
+from trl_grpo_ext.verifiers.math_compare import compare_task
+from trl_grpo_ext.verifiers.math_parse import TooLargeError, guard_size, parse_leaf
 from trl_grpo_ext.verifiers.math_structure import Interval, Leaf, Relation, Seq, Union, is_name, parse_structure
 
 
@@ -179,7 +180,7 @@ def test_solution_set_equals_sympy_as_set_for_rational_relations(seed):
 
     import sympy
 
-    from trl_grpo_ext.verifiers.math_compare import _solution_set
+    from trl_grpo_ext.verifiers.math_relations import solution_set
 
     x = sympy.Symbol("x", real=True)
     rng = random.Random(seed)
@@ -194,7 +195,7 @@ def test_solution_set_equals_sympy_as_set_for_rational_relations(seed):
     while condition in (sympy.true, sympy.false) or condition.free_symbols != {x}:  # relations that stay symbolic
         parts = [rng.choice(relations)(rational_function(), rng.randint(-2, 2)) for _ in range(rng.randint(1, 2))]
         condition = sympy.And(*parts)
-    assert _solution_set(condition, x) == condition.as_set()
+    assert solution_set(condition, x) == condition.as_set()
 
 
 # Leaves in the shapes of final answers; some need ANTLR's full-context (LL) prediction (`x^2+2x+1` does),
@@ -229,7 +230,7 @@ def test_latex_to_sympy_returns_what_latex2sympy_returns(latex):
     import sympy
     from latex2sympy2_extended import latex2sympy
 
-    from trl_grpo_ext.verifiers.math_compare import PARSE_CONFIG, latex_to_sympy
+    from trl_grpo_ext.verifiers.math_parse import PARSE_CONFIG, latex_to_sympy
 
     expected = latex2sympy(latex, normalization_config=PARSE_CONFIG)
     got = latex_to_sympy(latex)
@@ -241,7 +242,7 @@ def test_latex_to_sympy_returns_what_latex2sympy_returns(latex):
 def test_latex_to_sympy_fails_where_latex2sympy_fails(latex):
     from latex2sympy2_extended import latex2sympy
 
-    from trl_grpo_ext.verifiers.math_compare import PARSE_CONFIG, latex_to_sympy
+    from trl_grpo_ext.verifiers.math_parse import PARSE_CONFIG, latex_to_sympy
 
     def error_of(parse):
         try:
@@ -258,7 +259,7 @@ def test_latex_to_sympy_fails_where_latex2sympy_fails(latex):
 def test_sll_stage_parses_simple_input_and_bails_out_on_input_that_needs_ll():
     from antlr4.error.Errors import ParseCancellationException
 
-    from trl_grpo_ext.verifiers.math_compare import PARSE_CONFIG, _Converter, normalize_latex
+    from trl_grpo_ext.verifiers.math_parse import PARSE_CONFIG, _Converter, normalize_latex
 
     assert _Converter(sll=True).parse(normalize_latex(r"\frac{\sqrt{3}}{2}", PARSE_CONFIG)) is not None
     with pytest.raises(ParseCancellationException):
@@ -269,7 +270,7 @@ def test_sll_stage_parses_simple_input_and_bails_out_on_input_that_needs_ll():
 def test_integer_literals_equal_sympy_number(text):
     import sympy
 
-    from trl_grpo_ext.verifiers.math_compare import _Converter
+    from trl_grpo_ext.verifiers.math_parse import _Converter
 
     expected = sympy.Number(text.replace(",", "").lstrip("0") or "0")
     got = _Converter(sll=True).parse_number(text)
@@ -286,13 +287,14 @@ def test_integer_literals_equal_sympy_number(text):
     ],
 )
 def test_rebuilt_makes_operand_order_canonical_and_computes_nothing_more(a, b, same):
-    from trl_grpo_ext.verifiers.math_compare import _rebuilt
+    from trl_grpo_ext.verifiers.math_expressions import rebuilt
 
-    assert (_rebuilt(parse_leaf(a)) == _rebuilt(parse_leaf(b))) is same
+    assert (rebuilt(parse_leaf(a)) == rebuilt(parse_leaf(b))) is same
 
 
 def test_every_warm_up_input_parses_and_every_warm_up_pair_is_equal():
-    from trl_grpo_ext.verifiers.math_compare import WARM_UP_LEAVES, WARM_UP_PAIRS, latex_to_sympy
+    from trl_grpo_ext.verifiers.math_parse import latex_to_sympy
+    from trl_grpo_ext.verifiers.math_warmup import WARM_UP_LEAVES, WARM_UP_PAIRS
 
     for latex in WARM_UP_LEAVES:
         latex_to_sympy(latex)  # raises on a shape the installed parser rejects
