@@ -8,11 +8,13 @@ STAMP := $(VENV)/.installed
 
 setup: $(STAMP)
 
-# torch is pinned to the CPU wheel first: an unpinned torch would pull a multi-GB CUDA build.
+# torch is pinned first, so that the package's `torch>=2.4` installs nothing more. From PyPI on Linux x86_64 this is
+# the CUDA build; TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu selects PyTorch's CPU-only build instead.
+TORCH_INDEX_URL ?=
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet torch==2.13.0 $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL))
 	$(BIN)/pip install --quiet -e ".[test]"
 	touch $(STAMP)
 
