@@ -1,12 +1,18 @@
 """The verifier contract and its registry.
 
-A verifier scores one completion against one reference and never raises: bad input gives score 0 (or None when the
-reference itself is unusable) with a reason. Verifiers know nothing of torch or TRL; `as_reward_function` adapts them.
+A verifier scores one completion against one reference and never raises. A wrong or malformed completion scores 0
+(reason `bad_completion: ...` when it is not text); an unusable reference gives None (`unusable_reference: ...`);
+a failure of the verifier itself gives None with reason `internal_error: ...`, never 0, since 0 means "wrong" and
+would train on a signal that is not there. Verifiers know nothing of torch or TRL; `as_reward_function` adapts them.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
+import math
+import numbers
+import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -17,14 +23,17 @@ from trl_grpo_ext.registry import Registry, first_doc_line
 logger = logging.getLogger("trl_grpo_ext.verifiers")
 
 ENTRY_POINT_GROUP = "trl_grpo_ext.verifiers"
+INTERNAL_ERROR = "internal_error"  # reason prefix of a verifier's own failure
 
 
 @dataclass(frozen=True)
 class VerificationResult:
     """Outcome of one verification.
 
-    score: reward in [0, 1], or None when the reference is unusable (TRL then treats the reward as missing).
-    reason: a short machine-friendly tag ("correct", "wrong", "timeout", "no_answer", ...), optionally with detail.
+    score: reward in [0, 1], or None when no verdict exists: the reference is unusable, or the verifier itself failed
+        (TRL then treats the reward as missing and leaves the completion out of its group's statistics).
+    reason: a short machine-friendly tag ("correct", "wrong", "timeout", "no_answer", "bad_completion: ...",
+        "unusable_reference: ...", "internal_error: ..."), optionally with detail.
     extracted: the answer the verifier took from the completion, when it found one.
     """
 
@@ -32,6 +41,28 @@ class VerificationResult:
     reason: str
     extracted: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def is_internal_error(self) -> bool:
+        return self.reason.startswith(INTERNAL_ERROR)
+
+
+def internal_error(exc: BaseException | str, **details: Any) -> VerificationResult:
+    """The result of a verifier's own failure: score None, reason `internal_error: <type>: <message>`."""
+    if isinstance(exc, BaseException):
+        details.setdefault("traceback", "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+        exc = f"{type(exc).__name__}: {exc}"
+    return VerificationResult(None, f"{INTERNAL_ERROR}: {exc}", details=details)
+
+
+def bad_completion(completion: Any) -> VerificationResult:
+    """The result for a completion that is not text: score 0, reason `bad_completion: ...`."""
+    return VerificationResult(0.0, f"bad_completion: expected str, got {type(completion).__name__}")
+
+
+def is_missing(reference: Any) -> bool:
+    """None, or NaN (how pandas and `datasets` write a missing value)."""
+    return reference is None or (isinstance(reference, float) and reference != reference)
 
 
 class Verifier:
@@ -43,12 +74,19 @@ class Verifier:
         raise NotImplementedError
 
     def verify_batch(self, completions: Sequence[str], references: Sequence[Any]) -> list[VerificationResult]:
+        """`verify` on each pair; an exception from one item becomes that item's `internal_error` result."""
         if len(completions) != len(references):
             raise ValueError(
                 f"verify_batch got {len(completions)} completions and {len(references)} references; "
                 "pass one reference per completion."
             )
-        return [self.verify(c, r) for c, r in zip(completions, references)]
+        results = []
+        for completion, reference in zip(completions, references):
+            try:
+                results.append(self.verify(completion, reference))
+            except Exception as exc:  # a verifier never raises into the trainer
+                results.append(internal_error(exc))
+        return results
 
     def start(self, wait: bool = True) -> None:
         """Start worker processes now rather than on the first batch (verifiers without workers do nothing).
@@ -61,24 +99,68 @@ class Verifier:
 
 
 class FunctionVerifier(Verifier):
-    """Wraps a plain function `fn(completion, reference, **options) -> float | None | VerificationResult`."""
+    """Wraps a plain function `fn(completion, reference, **options) -> float | None | VerificationResult`.
+
+    A completion that is not a string scores 0 and a missing reference (None) gives None, without calling `fn`; an
+    exception from `fn`, or a return value of another type, gives None with reason `internal_error: ...`.
+    """
 
     def __init__(self, fn: Callable[..., Any], name: str, **options: Any):
+        check_options(fn, name, options, leading=2)
         self.fn = fn
         self.name = name
         self.options = options
 
     def verify(self, completion: str, reference: Any) -> VerificationResult:
+        if not isinstance(completion, str):
+            return bad_completion(completion)
+        if is_missing(reference):
+            return VerificationResult(None, "unusable_reference: missing")
         try:
             out = self.fn(completion, reference, **self.options)
-        except Exception as exc:  # a user's verifier must not stop a training run either
-            logger.warning("verifier %r raised %s: %s; scoring 0", self.name, type(exc).__name__, exc)
-            return VerificationResult(0.0, f"error: {type(exc).__name__}: {exc}")
+        except Exception as exc:  # a user's verifier must not stop a training run; the reward adapter logs it
+            logger.debug("verifier %r raised", self.name, exc_info=True)
+            return internal_error(exc)
         if isinstance(out, VerificationResult):
             return out
         if out is None:
             return VerificationResult(None, "unusable_reference")
-        return VerificationResult(float(out), "scored")
+        if isinstance(out, numbers.Real) and math.isfinite(out):
+            return VerificationResult(float(out), "scored")
+        return internal_error(f"{self.name} returned {out!r:.80}; expected a finite float, None or VerificationResult")
+
+
+def check_options(obj: Callable[..., Any], name: str, options: dict[str, Any], leading: int = 0) -> None:
+    """Raise ValueError, naming the accepted options, when `obj(<leading positional args>, **options)` cannot bind.
+
+    A callable with `**kwargs` accepts any option; one whose signature cannot be read is not checked.
+    """
+    try:
+        signature = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return
+    accepted = _accepted_options(signature, leading)
+    if not any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()):
+        unknown = [key for key in options if key not in accepted]
+        if unknown:
+            raise ValueError(
+                f"verifier {name!r} does not accept the option(s) {', '.join(map(repr, unknown))}; "
+                f"accepted options: {', '.join(accepted) or 'none'}."
+            )
+    try:
+        signature.bind(*([None] * leading), **options)
+    except TypeError as exc:  # a required option missing, or a function that cannot take (completion, reference)
+        raise ValueError(
+            f"verifier {name!r} cannot be built with the options {options}: {exc}; "
+            f"accepted options: {', '.join(accepted) or 'none'}."
+        ) from None
+
+
+def _accepted_options(signature: inspect.Signature, leading: int = 0) -> list[str]:
+    """Parameters that can be passed by keyword, after the first `leading` positional ones."""
+    params = list(signature.parameters.values())
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][:leading]
+    return [p.name for p in params if p not in positional and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
 
 
 _VERIFIERS = Registry("verifier")
@@ -114,14 +196,27 @@ def _load_entry_points() -> None:
 
 
 def get_verifier(name: str, **options: Any) -> Verifier:
-    """Build the verifier registered as `name`, with its options as keyword arguments."""
+    """Build the verifier registered as `name`, with its options as keyword arguments.
+
+    An option the verifier does not accept fails here with a ValueError that names the accepted ones.
+    """
     _load_entry_points()
     obj = _VERIFIERS.get(name)
-    if isinstance(obj, type):
+    if not isinstance(obj, type):
+        return FunctionVerifier(obj, name, **options)
+    check_options(obj, name, options)
+    try:
         verifier = obj(**options)
-        verifier.name = verifier.name or name
-        return verifier
-    return FunctionVerifier(obj, name, **options)
+    except TypeError as exc:  # e.g. an option of the wrong type, checked inside __init__
+        try:
+            accepted = ", ".join(_accepted_options(inspect.signature(obj))) or "none"
+        except (TypeError, ValueError):
+            accepted = "see its docstring"
+        raise ValueError(
+            f"verifier {name!r} rejected the options {options}: {exc}; accepted options: {accepted}."
+        ) from exc
+    verifier.name = verifier.name or name
+    return verifier
 
 
 def list_verifiers() -> dict[str, str]:
