@@ -5,6 +5,24 @@ interrupt C code (a long sympy or gmpy computation). Here each item runs in a se
 deadline the worker is killed (SIGKILL) and a fresh one is started in its place. This holds whichever thread (or asyncio
 task, through `amap`) calls the pool.
 
+The deadline is CPU time, not wall-clock time. A verdict must not depend on how busy the machine is: with a
+wall-clock deadline, a correct answer that needs 3 s of sympy times out (and scores 0) as soon as other processes
+take half of the core. CPU time is what the computation itself costs, so the same input gets the same verdict on
+an idle or a loaded machine. The worker measures each item's CPU time (`time.process_time()` around the call) and
+reports it with the result: an item over its budget is a "timeout" even if it finished, so the verdict never depends
+on when the parent looked. To kill a runaway item, the parent reads the worker's CPU time (utime + stime in
+/proc/<pid>/stat, about 12 us) only once the item has run as long in wall-clock time as its remaining budget (one busy
+thread cannot use CPU faster than that), so fast items cost no polling at all. Caveats: an item that runs several
+busy threads is killed late (it is still scored "timeout"), and on a machine with SMT a busy sibling hyperthread
+makes the same work take more CPU time. Where /proc is missing (not Linux), the kill falls back to wall-clock time.
+
+A wall-clock backstop (`wall_limit_s`, default `WALL_LIMIT_FACTOR` x the budget) kills a worker that is stuck without
+using its CPU: blocked on I/O or swap, stopped, or starved on a machine so overloaded that it got less than a tenth of
+a core. That is not the answer's fault, so it is not a timeout: the status is "stalled", a failure of the machine.
+
+A worker that dies before its deadline (killed from outside, a segfault, `os._exit`) is a failure, not a timeout: the
+item is retried once on a fresh worker, and if that one dies too the status is "crashed" with the exit code or signal.
+
 Each worker is a fresh interpreter (`python -c`, through `subprocess`) talking pickles over two pipes, not a
 `multiprocessing` child: forking a threaded trainer can deadlock, and 'spawn'/'forkserver' children re-import the
 caller's `__main__` (a training script without an `if __name__ == "__main__":` guard would start training again
@@ -22,6 +40,7 @@ import atexit
 import os
 import pickle
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -34,22 +53,54 @@ from typing import Any
 
 # Time a new worker may take to import its libraries before the pool gives up on it.
 STARTUP_TIMEOUT_S = 120.0
+# The wall-clock backstop, as a multiple of the CPU budget: generous, so that only a worker that got less than a tenth
+# of a core (blocked, stopped, or on a machine overloaded tenfold) reaches it.
+WALL_LIMIT_FACTOR = 10.0
+# Shortest pause between two reads of a running worker's CPU time (the kernel counts it in 10 ms ticks).
+MIN_POLL_S = 0.02
+
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+_HAS_PROC = os.path.exists(f"/proc/{os.getpid()}/stat")
 
 
 @dataclass(frozen=True)
 class TaskOutcome:
-    """Result of one item: status is "ok" (value holds the return value), "timeout" or "error" (error holds text)."""
+    """Result of one item. `status` is one of:
+
+    - "ok": `value` holds the return value;
+    - "error": the function raised (`error` holds the text, `error_type` the exception class name);
+    - "timeout": the item used more than its CPU budget, and was killed if it had not finished;
+    - "crashed": the worker died before the deadline, twice (the item is retried once on a fresh worker), or the pool
+      was closed while the item ran; `error` says how (exit code or signal);
+    - "stalled": the worker hit the wall-clock backstop without using its CPU budget (blocked, or starved by load).
+
+    `cpu_s` is the item's CPU time as measured, `elapsed_s` its wall-clock time.
+    """
 
     status: str
     value: Any = None
     error: str = ""
     elapsed_s: float = 0.0
+    error_type: str = ""
+    cpu_s: float = 0.0
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """CPU time (user + system, all threads) used so far by process `pid`, from /proc; None where it cannot be read."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        fields = stat[stat.rindex(b")") + 2 :].split()  # the name in parentheses may contain spaces
+        return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS  # utime and stime, fields 14 and 15
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _worker_main(
     reader: Connection, writer: Connection, initializer: Callable[[], None] | None, memory_limit_mb: int | None
 ) -> None:
-    """Worker loop: receive (fn, args), send ("ok", value) or ("error", text); exit on None or a closed pipe."""
+    """Worker loop: receive (fn, args), send (status, payload, the item's CPU time, this process's CPU time so far)
+    with status "ok" or "error"; exit on None or a closed pipe."""
     if memory_limit_mb:
         try:
             import resource
@@ -60,7 +111,7 @@ def _worker_main(
             pass
     if initializer is not None:
         initializer()
-    writer.send(("ready", None))
+    writer.send(("ready", None, 0.0, time.process_time()))
     while True:
         try:
             message = reader.recv()
@@ -69,14 +120,17 @@ def _worker_main(
         if message is None:
             return
         fn, args = message
+        start = time.process_time()
         try:
-            reply = ("ok", fn(*args))
+            status, payload = "ok", fn(*args)
         except BaseException as exc:  # report everything (MemoryError, RecursionError) instead of dying
-            reply = ("error", f"{type(exc).__name__}: {exc}")
+            status, payload = "error", (type(exc).__name__, f"{type(exc).__name__}: {exc}")
+        now = time.process_time()
         try:
-            writer.send(reply)
+            writer.send((status, payload, now - start, now))
         except (pickle.PicklingError, TypeError, AttributeError) as exc:  # an unpicklable return value
-            writer.send(("error", f"could not send the result back: {type(exc).__name__}: {exc}"))
+            text = f"could not send the result back: {type(exc).__name__}: {exc}"
+            writer.send(("error", (type(exc).__name__, text), now - start, now))
         except OSError:  # the parent went away
             return
 
@@ -113,6 +167,7 @@ class _Worker:
         self.writer = Connection(parent_write, readable=False)
         self.writer.send((initializer, memory_limit_mb))
         self.ready = False
+        self.cpu_s = 0.0  # this process's CPU time when it last reported: the start of the next item's budget
 
     def send(self, message: Any) -> None:
         self.writer.send(message)
@@ -122,10 +177,24 @@ class _Worker:
             return True
         if self.reader.poll(STARTUP_TIMEOUT_S):
             try:
-                self.ready = self.reader.recv()[0] == "ready"
+                status, _, _, self.cpu_s = self.reader.recv()
+                self.ready = status == "ready"
             except (EOFError, OSError):
                 self.ready = False
         return self.ready
+
+    def death(self) -> str:
+        """How the process ended, once its pipe is closed: "exit code 3", "signal 11 (SIGSEGV)"."""
+        try:
+            code = self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            return "closed its pipe but did not exit"
+        if code >= 0:
+            return f"exit code {code}"
+        try:
+            return f"signal {-code} ({signal.Signals(-code).name})"
+        except ValueError:
+            return f"signal {-code}"
 
     def kill(self) -> None:
         if self.process.poll() is None:
@@ -154,8 +223,32 @@ def _child_main(read_fd: int, write_fd: int) -> None:
     _worker_main(reader, writer, initializer, memory_limit_mb)
 
 
+@dataclass
+class _Running:
+    """An item in flight: its worker, when it was handed over, and when to look at the worker's CPU time next."""
+
+    worker: _Worker
+    index: int
+    start: float
+    check_at: float
+
+
+class _Batch:
+    """The state of one `map` call."""
+
+    def __init__(self, fn: Callable[..., Any], items: Sequence[tuple], timeout_s: float, wall_limit_s: float):
+        self.fn, self.items, self.timeout_s, self.wall_limit_s = fn, items, timeout_s, wall_limit_s
+        self.outcomes: list[TaskOutcome | None] = [None] * len(items)
+        self.pending = list(range(len(items)))[::-1]  # a stack: pop() yields items in input order
+        self.running: dict[Connection, _Running] = {}
+        self.deaths: dict[int, str] = {}  # item -> how its first worker died
+
+    def over_budget(self) -> str:
+        return f"exceeded {self.timeout_s:g} s of CPU time"
+
+
 class DeadlinePool:
-    """Run `fn(*args)` for many items in `n_workers` processes, each item killed after `timeout_s` seconds.
+    """Run `fn(*args)` for many items in `n_workers` processes, each item killed after `timeout_s` s of CPU time.
 
     ```python
     with DeadlinePool(n_workers=2, initializer=import_sympy) as pool:
@@ -278,65 +371,130 @@ class DeadlinePool:
         else:
             self._idle.put(worker)
 
-    def run(self, fn: Callable[..., Any], args: tuple = (), timeout_s: float = 5.0) -> TaskOutcome:
-        """Run one item; blocks at most `timeout_s` once a worker is free."""
-        return self.map(fn, [args], timeout_s)[0]
+    def run(
+        self, fn: Callable[..., Any], args: tuple = (), timeout_s: float = 5.0, wall_limit_s: float | None = None
+    ) -> TaskOutcome:
+        """Run one item under a budget of `timeout_s` seconds of CPU time once a worker is free."""
+        return self.map(fn, [args], timeout_s, wall_limit_s)[0]
 
-    def map(self, fn: Callable[..., Any], items: Sequence[tuple], timeout_s: float = 5.0) -> list[TaskOutcome]:
-        """Run `fn(*item)` for every item, in parallel; return one `TaskOutcome` per item, in input order."""
+    def map(
+        self,
+        fn: Callable[..., Any],
+        items: Sequence[tuple],
+        timeout_s: float = 5.0,
+        wall_limit_s: float | None = None,
+    ) -> list[TaskOutcome]:
+        """Run `fn(*item)` for every item, in parallel; return one `TaskOutcome` per item, in input order.
+
+        Each item may use `timeout_s` seconds of CPU time, and at most `wall_limit_s` seconds of wall-clock time
+        (default `WALL_LIMIT_FACTOR * timeout_s`: only a worker blocked or starved reaches it).
+        """
         if not timeout_s or timeout_s <= 0:
             raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}.")
-        outcomes: list[TaskOutcome | None] = [None] * len(items)
-        pending = list(range(len(items)))[::-1]  # a stack: pop() yields items in input order
-        running: dict[Connection, tuple[_Worker, int, float]] = {}
+        if wall_limit_s is None:
+            wall_limit_s = WALL_LIMIT_FACTOR * timeout_s
+        if wall_limit_s < timeout_s:
+            raise ValueError(f"wall_limit_s must be at least timeout_s ({timeout_s!r}), got {wall_limit_s!r}.")
+        batch = _Batch(fn, items, timeout_s, wall_limit_s)
         try:
-            while pending or running:
-                self._dispatch(fn, items, pending, running)
-                self._collect(running, outcomes, timeout_s)
+            while batch.pending or batch.running:
+                self._dispatch(batch)
+                self._collect(batch)
         finally:
-            for worker, _, _ in running.values():  # interrupted (KeyboardInterrupt): do not leak busy workers
-                self._retire(worker, replace=True)
-        return outcomes  # type: ignore[return-value]
+            for item in batch.running.values():  # interrupted (KeyboardInterrupt): do not leak busy workers
+                self._retire(item.worker, replace=True)
+        return batch.outcomes  # type: ignore[return-value]
 
-    def _dispatch(self, fn, items, pending, running) -> None:
-        while pending:
+    def _dispatch(self, batch: _Batch) -> None:
+        while batch.pending:
             # Block for a worker only when this caller has nothing in flight, so it never waits on itself.
-            worker = self._acquire(block=not running)
+            worker = self._acquire(block=not batch.running)
             if worker is None:
                 return
-            index = pending.pop()
+            index = batch.pending.pop()
+            start = time.monotonic()
             try:
-                worker.send((fn, items[index]))
-            except Exception:
+                worker.send((batch.fn, batch.items[index]))
+            except OSError:  # the worker died while idle
+                self._died(batch, worker, index, start)
+                continue
+            except Exception:  # fn or the item cannot be pickled: the caller's mistake
                 self._retire(worker, replace=True)
                 raise
-            running[worker.reader] = (worker, index, time.monotonic())
+            batch.running[worker.reader] = _Running(worker, index, start, check_at=start + batch.timeout_s)
 
-    def _collect(self, running, outcomes, timeout_s: float) -> None:
-        now = time.monotonic()
-        next_deadline = min(start + timeout_s for _, _, start in running.values())
-        ready = wait(list(running), timeout=max(0.0, next_deadline - now))
+    def _collect(self, batch: _Batch) -> None:
+        """Wait for a reply or for the next look at a worker's CPU time, whichever comes first."""
+        next_check = min(item.check_at for item in batch.running.values())
+        ready = wait(list(batch.running), timeout=max(0.0, next_check - time.monotonic()))
         now = time.monotonic()
         for conn in ready:
-            worker, index, start = running.pop(conn)
+            item = batch.running.pop(conn)
             try:
-                status, payload = conn.recv()
-            except (EOFError, OSError):  # the worker died (e.g. killed by the OOM killer)
-                outcomes[index] = TaskOutcome("error", error="worker process died", elapsed_s=now - start)
-                self._retire(worker, replace=True)
+                status, payload, cpu_s, item.worker.cpu_s = conn.recv()
+            except (EOFError, OSError):  # the worker died before its deadline
+                self._died(batch, item.worker, item.index, item.start)
                 continue
-            value, error = (payload, "") if status == "ok" else (None, payload)
-            outcomes[index] = TaskOutcome(status, value=value, error=error, elapsed_s=now - start)
-            self._release(worker)
-        for conn, (worker, index, start) in list(running.items()):
-            if now - start >= timeout_s:
-                running.pop(conn)
-                outcomes[index] = TaskOutcome("timeout", error=f"exceeded {timeout_s:g} s", elapsed_s=now - start)
-                self._retire(worker, replace=True)
+            self._release(item.worker)
+            elapsed = now - item.start
+            if cpu_s > batch.timeout_s:  # finished, but late: the same verdict as if it had been killed
+                outcome = TaskOutcome("timeout", error=batch.over_budget(), elapsed_s=elapsed, cpu_s=cpu_s)
+            elif status == "ok":
+                outcome = TaskOutcome("ok", value=payload, elapsed_s=elapsed, cpu_s=cpu_s)
+            else:
+                error_type, text = payload
+                outcome = TaskOutcome("error", error=text, error_type=error_type, elapsed_s=elapsed, cpu_s=cpu_s)
+            batch.outcomes[item.index] = outcome
+        for conn, item in list(batch.running.items()):
+            if item.check_at <= now and not conn.poll(0):  # a waiting reply (or EOF) is read on the next round
+                self._check(batch, conn, item, now)
 
-    async def amap(self, fn: Callable[..., Any], items: Sequence[tuple], timeout_s: float = 5.0) -> list[TaskOutcome]:
+    def _check(self, batch: _Batch, conn: Connection, item: _Running, now: float) -> None:
+        """Kill the item's worker at its CPU budget ("timeout") or at the wall-clock backstop ("stalled"); otherwise
+        look again when the remaining budget could be used up at the earliest."""
+        elapsed = now - item.start
+        total = process_cpu_seconds(item.worker.process.pid) if _HAS_PROC else None
+        used = elapsed if total is None else total - item.worker.cpu_s  # without /proc: wall-clock time
+        if used >= batch.timeout_s:
+            status, error = "timeout", batch.over_budget()
+        elif elapsed >= batch.wall_limit_s:
+            status = "stalled"
+            error = (
+                f"used {used:.2f} s of CPU time in {elapsed:.1f} s of wall-clock time, the backstop: "
+                "the worker was blocked or the machine is overloaded"
+            )
+        else:
+            pause = max(MIN_POLL_S, batch.timeout_s - used)
+            item.check_at = min(now + pause, item.start + batch.wall_limit_s)
+            return
+        del batch.running[conn]
+        batch.outcomes[item.index] = TaskOutcome(status, error=error, elapsed_s=elapsed, cpu_s=used)
+        self._retire(item.worker, replace=True)
+
+    def _died(self, batch: _Batch, worker: _Worker, index: int, start: float) -> None:
+        """The worker died with the item, before its deadline: retry once on a fresh worker, then "crashed"."""
+        how = worker.death()
+        self._retire(worker, replace=True)
+        first = batch.deaths.get(index)
+        if self._closed:
+            error = f"the pool was closed while the item ran (worker ended with {how})"
+        elif first is None:
+            batch.deaths[index] = how
+            batch.pending.append(index)  # the top of the stack: it runs next
+            return
+        else:
+            error = f"the worker process died ({first}), and again on a fresh worker ({how})"
+        batch.outcomes[index] = TaskOutcome("crashed", error=error, elapsed_s=time.monotonic() - start)
+
+    async def amap(
+        self,
+        fn: Callable[..., Any],
+        items: Sequence[tuple],
+        timeout_s: float = 5.0,
+        wall_limit_s: float | None = None,
+    ) -> list[TaskOutcome]:
         """`map` for asyncio code: runs in a thread so the event loop keeps serving while workers compute."""
-        return await asyncio.to_thread(self.map, fn, items, timeout_s)
+        return await asyncio.to_thread(self.map, fn, items, timeout_s, wall_limit_s)
 
     def worker_pids(self) -> list[int]:
         with self._lock:

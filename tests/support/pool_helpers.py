@@ -1,6 +1,8 @@
-"""Worker initializers for the DeadlinePool tests (importable by a fresh worker interpreter through PYTHONPATH)."""
+"""Worker initializers and task functions for the DeadlinePool tests (importable by a fresh worker interpreter through
+PYTHONPATH)."""
 
 import os
+import signal
 import time
 
 
@@ -18,3 +20,42 @@ def fail_to_start() -> None:
 def slow_start() -> None:
     """A worker that takes 3 s to start, like one importing and warming a large library."""
     time.sleep(3.0)
+
+
+def burn_cpu(seconds: float) -> float:
+    """Busy-loop until this process has used `seconds` more of CPU time, however long that takes on the wall clock."""
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+    return seconds
+
+
+def exit_after_recording(directory: str, code: int) -> None:
+    """Leave a file named after this worker's pid in `directory`, then end the process at once with `code`."""
+    with open(os.path.join(directory, str(os.getpid())), "w"):
+        pass
+    os._exit(code)
+
+
+def segfault() -> None:
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def exit_on_first_attempt(directory: str) -> str:
+    """The first call (no marker file yet) ends its process; the retry on a fresh worker returns "second attempt"."""
+    marker = os.path.join(directory, "first")
+    if not os.path.exists(marker):
+        open(marker, "w").close()
+        os._exit(1)
+    return "second attempt"
+
+
+def wait_to_be_killed_on_first_attempt(directory: str) -> str:
+    """The first call writes its pid to `directory`/pid and sleeps for the test to kill it; the retry returns."""
+    path = os.path.join(directory, "pid")
+    if not os.path.exists(path):
+        with open(path + ".tmp", "w") as f:
+            f.write(str(os.getpid()))
+        os.rename(path + ".tmp", path)
+        time.sleep(60)
+    return "second attempt"

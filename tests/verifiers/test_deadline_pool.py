@@ -1,16 +1,21 @@
-"""The deadline pool: hard per-item deadlines from any thread or event loop, killed workers replaced, none leaked."""
+"""The deadline pool: hard per-item CPU-time deadlines from any thread or event loop, the same verdicts under load,
+crashes told apart from timeouts, killed workers replaced, none leaked."""
 
 import asyncio
 import operator
 import os
+import subprocess
+import sys
 import threading
 import time
 
 import pytest
+from pool_helpers import burn_cpu
 
 from trl_grpo_ext.verifiers.deadline_pool import DeadlinePool
 
 MARGIN_S = 3.0  # scheduling slack on a shared 2-core machine
+KILL_SLACK_S = 0.5  # CPU time an item may use past its budget before the pool notices (it looks every 20 ms at most)
 
 
 @pytest.fixture(scope="module")
@@ -39,15 +44,14 @@ def test_runs_in_other_processes(pool):
 
 def test_timeout_kills_and_replaces_the_worker(pool):
     before = set(pool.worker_pids())
-    start = time.monotonic()
-    outcomes = pool.map(time.sleep, [(60,), (0.01,)], timeout_s=1.0)
-    elapsed = time.monotonic() - start
+    outcomes = pool.map(burn_cpu, [(60,), (0.01,)], timeout_s=1.0)
     assert [o.status for o in outcomes] == ["timeout", "ok"]
-    assert elapsed < 1.0 + MARGIN_S
+    assert 1.0 <= outcomes[0].cpu_s < 1.0 + KILL_SLACK_S
+    assert "CPU time" in outcomes[0].error
     after = set(pool.worker_pids())
     assert len(after) == 2 and before != after
     killed = before - after
-    assert killed and not any(_alive(pid) for pid in killed)
+    assert len(killed) == 1 and not any(_alive(pid) for pid in killed)  # killed once, not retried
     assert pool.run(operator.mul, (6, 7), timeout_s=30).value == 42  # the replacement works
 
 
@@ -63,10 +67,90 @@ def test_unpicklable_result_is_an_error(pool):
     assert "could not send the result back" in outcome.error
 
 
-def test_a_worker_that_dies_is_reported_and_replaced(pool):
-    outcome = pool.run(os._exit, (3,), timeout_s=10)
-    assert (outcome.status, outcome.error) == ("error", "worker process died")
+def test_sleeping_uses_no_cpu_budget(pool):
+    outcome = pool.run(time.sleep, (1.5,), timeout_s=0.5)
+    assert outcome.status == "ok" and outcome.elapsed_s >= 1.5 and outcome.cpu_s < 0.5
+
+
+def test_a_worker_stuck_without_cpu_is_stalled_at_the_wall_clock_backstop(pool):
+    outcome = pool.run(time.sleep, (60,), timeout_s=0.5, wall_limit_s=1.0)
+    assert outcome.status == "stalled" and "backstop" in outcome.error
+    assert outcome.elapsed_s < 1.0 + MARGIN_S
     assert pool.run(operator.add, (1, 1), timeout_s=30).value == 2
+
+
+def test_the_default_backstop_is_ten_times_the_budget(pool, monkeypatch):
+    import trl_grpo_ext.verifiers.deadline_pool as deadline_pool
+
+    assert deadline_pool.WALL_LIMIT_FACTOR == 10.0
+    monkeypatch.setattr(deadline_pool, "WALL_LIMIT_FACTOR", 4.0)  # the factor is read at each call
+    outcome = pool.run(time.sleep, (60,), timeout_s=0.25)
+    assert outcome.status == "stalled" and outcome.elapsed_s < 1.0 + MARGIN_S
+
+
+def test_a_worker_that_exits_is_retried_once_then_crashed(pool, tmp_path):
+    from pool_helpers import exit_after_recording
+
+    outcome = pool.run(exit_after_recording, (str(tmp_path), 3), timeout_s=10)
+    assert outcome.status == "crashed"
+    assert outcome.error == "the worker process died (exit code 3), and again on a fresh worker (exit code 3)"
+    assert len(os.listdir(tmp_path)) == 2  # two different worker processes tried it
+    assert pool.run(operator.add, (1, 1), timeout_s=30).value == 2
+
+
+def test_a_segfault_is_a_crash_with_its_signal(pool):
+    from pool_helpers import segfault
+
+    outcome = pool.run(segfault, (), timeout_s=10)
+    assert outcome.status == "crashed" and "signal 11 (SIGSEGV)" in outcome.error
+
+
+def test_a_crash_on_the_first_worker_only_is_retried_to_a_result(pool, tmp_path):
+    from pool_helpers import exit_on_first_attempt
+
+    outcomes = pool.map(exit_on_first_attempt, [(str(tmp_path),)], timeout_s=10)
+    assert [(o.status, o.value) for o in outcomes] == [("ok", "second attempt")]
+
+
+def test_a_worker_killed_from_outside_is_a_crash_not_a_timeout(pool, tmp_path):
+    from pool_helpers import wait_to_be_killed_on_first_attempt
+
+    result = {}
+    thread = threading.Thread(
+        target=lambda: result.update(o=pool.run(wait_to_be_killed_on_first_attempt, (str(tmp_path),), timeout_s=10))
+    )
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "pid").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.kill(int((tmp_path / "pid").read_text()), 9)
+    thread.join(60)
+    assert (result["o"].status, result["o"].value) == ("ok", "second attempt")  # retried on a fresh worker
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="pins the workers and the hogs to one core")
+def test_near_deadline_verdicts_do_not_depend_on_load():
+    """Items just under and just over a 1 s CPU budget get the same verdicts alone and on a core shared with busy
+    processes; under load the one under the budget runs longer than the budget in wall-clock time, so a wall-clock
+    deadline would have killed it."""
+    budget, items = 1.0, [(0.8,), (1.3,)]
+    core = {min(os.sched_getaffinity(0))}
+    with DeadlinePool(n_workers=2) as p:
+        p.wait_until_ready()
+        alone = p.map(burn_cpu, items, timeout_s=budget, wall_limit_s=60)
+        p.wait_until_ready()  # the worker killed at its deadline has been replaced
+        hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+        try:
+            for pid in p.worker_pids() + [hog.pid for hog in hogs]:
+                os.sched_setaffinity(pid, core)
+            loaded = p.map(burn_cpu, items, timeout_s=budget, wall_limit_s=60)
+        finally:
+            for hog in hogs:
+                hog.kill()
+                hog.wait()
+    assert [o.status for o in alone] == [o.status for o in loaded] == ["ok", "timeout"]
+    assert loaded[0].elapsed_s > budget
+    assert all(budget <= o.cpu_s < budget + KILL_SLACK_S for o in (alone[1], loaded[1]))
 
 
 def test_concurrent_callers_from_threads(pool):
@@ -88,7 +172,7 @@ def test_deadline_holds_in_a_thread_while_another_thread_works(pool):
 
     def slow():
         start = time.monotonic()
-        timings["outcome"] = pool.run(time.sleep, (60,), timeout_s=1.0)
+        timings["outcome"] = pool.run(burn_cpu, (60,), timeout_s=1.0)
         timings["elapsed"] = time.monotonic() - start
 
     thread = threading.Thread(target=slow)
@@ -96,7 +180,7 @@ def test_deadline_holds_in_a_thread_while_another_thread_works(pool):
     assert [o.value for o in pool.map(abs, [(-1,), (-2,)], timeout_s=30)] == [1, 2]
     thread.join(60)
     assert timings["outcome"].status == "timeout"
-    assert timings["elapsed"] < 1.0 + MARGIN_S
+    assert timings["outcome"].cpu_s < 1.0 + KILL_SLACK_S
 
 
 def test_amap_under_asyncio(pool):
@@ -110,7 +194,7 @@ def test_amap_under_asyncio(pool):
                 ticks += 1
 
         task = asyncio.create_task(ticker())
-        outcomes = await pool.amap(time.sleep, [(0.5,), (60,)], timeout_s=1.0)
+        outcomes = await pool.amap(burn_cpu, [(0.3,), (60,)], timeout_s=1.0)
         task.cancel()
         return outcomes, ticks
 
@@ -128,7 +212,7 @@ def test_memory_limit_turns_a_runaway_allocation_into_an_error():
 
 def test_close_leaves_no_child_and_refuses_new_work():
     p = DeadlinePool(n_workers=2)
-    p.map(time.sleep, [(60,), (0.01,)], timeout_s=0.5)
+    p.map(burn_cpu, [(60,), (0.01,)], timeout_s=0.5)
     pids = p.worker_pids()
     p.close()
     p.close()
@@ -151,7 +235,7 @@ def test_close_kills_a_worker_busy_in_another_thread():
     p.close()
     thread.join(30)
     assert not thread.is_alive()
-    assert result["o"].status == "error"
+    assert result["o"].status == "crashed" and "closed" in result["o"].error
     assert not _alive(pid)
 
 
@@ -165,6 +249,11 @@ def test_bad_worker_count(n_workers):
 def test_bad_timeout(pool, timeout_s):
     with pytest.raises(ValueError, match="timeout_s"):
         pool.map(abs, [(1,)], timeout_s=timeout_s)
+
+
+def test_a_backstop_shorter_than_the_budget_is_refused(pool):
+    with pytest.raises(ValueError, match="wall_limit_s"):
+        pool.map(abs, [(1,)], timeout_s=2.0, wall_limit_s=1.0)
 
 
 def test_wait_until_ready_returns_once_every_worker_has_run_its_initializer(tmp_path, monkeypatch):
@@ -200,14 +289,16 @@ def test_default_worker_count_shares_the_cores_among_local_training_processes(mo
 
 
 def test_a_replacement_still_starting_does_not_delay_the_deadlines_of_running_items():
-    """After a timeout the pool starts a replacement; while it starts, the other worker's item keeps its deadline."""
+    """After a kill the pool starts a replacement; while it starts, the other worker's item keeps its deadline.
+
+    Sleeping items are killed at the wall-clock backstop, which (unlike CPU time) does not depend on the load."""
     from pool_helpers import slow_start
 
-    timeout_s = 2.0
-    items = [(100.0,), (0.5,), (100.0,), (0.0,)]  # A times out; B finishes, then C runs on that worker and times out
+    wall_limit_s = 2.0
+    items = [(100.0,), (0.5,), (100.0,), (0.0,)]  # A is killed; B finishes, then C runs on that worker and is killed
     with DeadlinePool(n_workers=2, initializer=slow_start) as p:
         p.wait_until_ready()
-        outcomes = p.map(time.sleep, items, timeout_s=timeout_s)
+        outcomes = p.map(time.sleep, items, timeout_s=0.5, wall_limit_s=wall_limit_s)
     a, b, c, d = outcomes
-    assert (a.status, b.status, c.status, d.status) == ("timeout", "ok", "timeout", "ok")
-    assert c.elapsed_s < timeout_s + 1.0  # not timeout + the 3 s start of A's replacement
+    assert (a.status, b.status, c.status, d.status) == ("stalled", "ok", "stalled", "ok")
+    assert c.elapsed_s < wall_limit_s + 1.0  # not the limit + the 3 s start of A's replacement
