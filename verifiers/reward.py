@@ -86,7 +86,8 @@ def _reason_shares(results: list[VerificationResult]) -> dict[str, float]:
     shares = {f"{metric}_rate": counts[metric] / n for metric in TRACKED_REASONS.values()}
     shares["unusable_reference_rate"] = sum(r.score is None and not r.is_internal_error for r in results) / n
     scored = [r.score for r in results if r.score is not None]
-    shares["mean_score"] = sum(scored) / len(scored) if scored else 0.0
+    if scored:  # no score is no mean: a 0 here would read as "all wrong"
+        shares["mean_score"] = sum(scored) / len(scored)
     return shares
 
 

@@ -183,6 +183,7 @@ def test_a_verify_batch_that_breaks_the_contract_gives_none(reference, reason):
     assert rewards == [None, None]
     assert all(r.startswith(reason) for r in extra["broken_batch_for_reward_tests_reason"])
     assert metrics["broken_batch_for_reward_tests/internal_error_rate"] == 1.0
+    assert "broken_batch_for_reward_tests/mean_score" not in metrics  # no score is no mean, not a mean of 0
 
 
 def test_consecutive_failed_batches_raise_with_the_reasons():
