@@ -243,9 +243,10 @@ class MathVerifier(Verifier):
             pool = self._ensure_pool()
             items = [(pairs, self.rel_tol, self.abs_tol) for pairs in pair_lists]
             return pool.map(compare_task, items, timeout_s=self.timeout_s)
-        except Exception as exc:
-            logger.warning("math verifier workers failed: %s: %s; scoring 0", type(exc).__name__, exc)
-            return [TaskOutcome("error", error=str(exc))] * len(pair_lists)
+        except Exception as exc:  # no worker could start, or the pool broke: the verifier's failure, not the answers'
+            logger.error("math verifier workers failed: %s: %s; scoring None", type(exc).__name__, exc)
+            error = f"the worker pool failed: {type(exc).__name__}: {exc}"
+            return [TaskOutcome("unavailable", error=error)] * len(pair_lists)
 
     def _ensure_pool(self) -> DeadlinePool:
         with self._pool_lock:
@@ -254,11 +255,29 @@ class MathVerifier(Verifier):
             return self._pool
 
     def _result_from(self, item: _Pending, outcome: TaskOutcome) -> VerificationResult:
+        """A worker's outcome as a result. What a failure scores depends on whose failure it is:
+
+        - "timeout" (the comparison used more than `timeout_s` of CPU time): 0.0, reason `timeout`. An answer too slow
+          to check gets the penalty of a wrong one; otherwise a policy could learn to escape it with slow answers.
+        - "error" from MemoryError or RecursionError (the comparison ran out of memory under `memory_limit_mb`, or
+          out of stack, on this input): 0.0, reason `too_large: ...`, like a timeout and like compare's TooLargeError.
+        - any other "error": `compare_task` itself turns unparseable and oversized answers into verdicts with a
+          reason, so an exception that escapes it is a bug (ours or sympy's), not a property of the answer: None,
+          reason `internal_error: ...`.
+        - "crashed" (the worker died twice), "stalled" (it hit the wall-clock backstop without using its CPU budget),
+          "unavailable" (no worker could start) and any other status: None, reason `internal_error: ...`.
+        None keeps the item out of its group's statistics instead of training on a false 0, and the reason says what
+        broke.
+        """
         if outcome.status == "timeout":
-            logger.info("math verifier timed out after %.1f s on %r", self.timeout_s, item.pairs[0])
+            logger.info("math verifier timed out after %.1f s of CPU time on %r", self.timeout_s, item.pairs[0])
             return VerificationResult(0.0, "timeout", item.extracted, item.details)
-        if outcome.status == "error":
-            return VerificationResult(0.0, f"error: {outcome.error}", item.extracted, item.details)
+        if outcome.status == "error" and outcome.error_type in ("MemoryError", "RecursionError"):
+            return VerificationResult(0.0, f"too_large: {outcome.error}", item.extracted, item.details)
+        if outcome.status != "ok":
+            logger.warning("math verifier failed (%s) on %r: %s", outcome.status, item.pairs[0], outcome.error)
+            error = f"internal_error: {outcome.status}: {outcome.error}"
+            return VerificationResult(None, error, item.extracted, item.details)
         equal, reason = outcome.value
         score = None if equal is None else float(equal)
         return VerificationResult(score, "correct" if equal else reason, item.extracted, item.details)
