@@ -1,8 +1,8 @@
 """Runs untrusted candidate code inside the sandbox and answers requests with plain data.
 
 Started before the candidate is known (a warm sandbox) as `python -I -S code_harness.py REQUEST_FD REPLY_FD LIMITS`.
-It waits for one init message on REQUEST_FD, then applies its resource limits, drops to an unprivileged uid and only
-then runs the candidate:
+It says `{"started": true}` on REPLY_FD, waits for one init message on REQUEST_FD, then applies its resource limits,
+drops to an unprivileged uid, says `{"setup": "ok"}` (or why not) and only then runs the candidate:
 
     {"mode": "functions", "code": str}  exec the code, report its global names, then serve one request per line:
         {"id": n, "op": "call" | "getattr" | "iter" | "get", "target": {"name": str} | {"h": n}, ...}
@@ -141,9 +141,23 @@ def stdin_from_text(text: str) -> None:
     os.close(fd)
 
 
+def set_up(limits: dict, reply_fd: int) -> None:
+    """Apply the limits and report on `reply_fd`, before any candidate code runs (so the candidate cannot forge it)."""
+    try:
+        apply_limits(limits)
+    except BaseException as exc:
+        write_message(reply_fd, {"setup": "failed", "error": describe(exc)})
+        raise SystemExit(70) from None
+    write_message(reply_fd, {"setup": "ok"})
+
+
 def main() -> None:
     request_fd, reply_fd = int(sys.argv[1]), int(sys.argv[2])
     limits = json.loads(sys.argv[3])
+    write_message(reply_fd, {"started": True})  # the verifier waits for this before handing over a candidate
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 2)  # stderr was for start-up failures only
+    os.close(devnull)
     requests = LineReader(request_fd, MAX_MESSAGE_BYTES)
     init = requests.read_message()
     if init is None:
@@ -151,11 +165,11 @@ def main() -> None:
     if init["mode"] == "script":
         stdin_from_text(init.get("stdin", ""))
         os.close(request_fd)
+        set_up(limits, reply_fd)
         os.close(reply_fd)
-        apply_limits(limits)
         run_script(init["code"], init.get("stdin", ""))
     else:
-        apply_limits(limits)
+        set_up(limits, reply_fd)
         serve_functions(init["code"], requests, reply_fd)
 
 

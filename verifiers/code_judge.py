@@ -8,12 +8,19 @@ candidate function becomes a request carrying its arguments, and the reply is de
 
 Each `assert T` is rewritten to `__judge_assert__(k, lambda: T)`: a failing assert is recorded and the test goes on,
 which gives the fraction of assert statements passed (a statement passes when every execution of it passed).
+
+Test code that cannot run is the reference's fault, not the candidate's, and gives an `unusable` verdict: it does not
+parse, it imports a module this interpreter lacks, it uses a standard module it never imported, or it raises before
+anything from the candidate reached it. Each child runs under its own limits (address space, CPU seconds, and an
+alarm at the deadline), and Python's limit on int-to-str conversions stays on: a candidate's huge integer cannot make
+the judge spend minutes printing it.
 """
 
 import ast
 import builtins
 import importlib
 import os
+import resource
 import signal
 import socket
 import sys
@@ -32,6 +39,29 @@ class CandidateFailure(Exception):
 
 class UnsupportedTest(Exception):
     """The test passes the candidate something that cannot travel as plain data (a lambda, a file, ...)."""
+
+
+class ReferenceFault(Exception):
+    """The test code itself cannot run (see `reference_fault`)."""
+
+
+def reference_fault(exc: BaseException, session: "Session") -> str | None:
+    """Why `exc`, raised by the test code, is the test's fault rather than the candidate's; None if it may not be.
+
+    A NameError for any other name is the candidate's: it did not define the function the test calls.
+    """
+    if isinstance(exc, (CandidateFailure, UnsupportedTest)):
+        return None
+    if isinstance(exc, ImportError):
+        return f"the test code cannot import what it needs: {type(exc).__name__}: {str(exc)[:200]}"
+    if isinstance(exc, NameError):
+        name = getattr(exc, "name", None)
+        if name in sys.stdlib_module_names:
+            return f"the test code uses the module {name!r} without importing it"
+        return None
+    if session.next_id == 0:  # nothing from the candidate has reached the test code yet
+        return f"the test code raised {type(exc).__name__}: {str(exc)[:200]} before using the candidate"
+    return None
 
 
 class Session:
@@ -153,8 +183,9 @@ class AssertRecorder(ast.NodeTransformer):
 class Tally:
     """Outcome per assert statement: passes only if every execution passed."""
 
-    def __init__(self, lines):
+    def __init__(self, lines, session):
         self.lines = lines
+        self.session = session
         self.status = {}
         self.failures = []
 
@@ -164,6 +195,9 @@ class Tally:
         except UnsupportedTest:
             raise
         except Exception as exc:
+            fault = reference_fault(exc, self.session)
+            if fault:
+                raise ReferenceFault(f"{fault} (assert on line {self.lines[index]})") from None
             passed, why = False, f"{type(exc).__name__}: {str(exc)[:200]}"
         self.status[index] = self.status.get(index, True) and passed
         if not passed and len(self.failures) < 5:
@@ -216,10 +250,16 @@ def judge(job: dict, session: Session) -> dict:
     tree = ast.fix_missing_locations(recorder.visit(tree))
     if not recorder.lines:
         return {"unusable": "the test code has no assert statement"}
+    try:
+        setup = session.read_message()  # written by the harness before the candidate runs
+    except CandidateFailure as exc:
+        return {"internal": f"the sandbox ended before running the candidate ({exc})"}
+    if setup.get("setup") != "ok":
+        return {"internal": f"the sandbox could not set up the candidate's limits: {str(setup.get('error'))[:300]}"}
     ready = session.read_message()
     if ready.get("ready") is not True or type(ready.get("globals")) is not dict:
         return {"total": len(recorder.lines), "passed": 0, "error": f"candidate_error: {ready.get('error')}"}
-    tally = Tally(recorder.lines)
+    tally = Tally(recorder.lines, session)
     referenced = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     entry_point = job.get("entry_point")
     error = None
@@ -228,14 +268,30 @@ def judge(job: dict, session: Session) -> dict:
         namespace["__judge_assert__"] = tally
         exec(compile(tree, "<test>", "exec"), namespace)
         if entry_point:
+            check = namespace.get(job.get("check_name") or "check")
+            if not callable(check) or isinstance(check, RemoteObject):
+                return {"unusable": "the test code names an entry point but defines no check(candidate) function"}
             if ready["globals"].get(entry_point) != "callable":
                 raise CandidateFailure(f"the completion defines no function {entry_point!r}")
-            namespace[job.get("check_name") or "check"](RemoteObject(session, {"name": entry_point}))
-    except UnsupportedTest as exc:
+            check(RemoteObject(session, {"name": entry_point}))
+    except (UnsupportedTest, ReferenceFault) as exc:
         return {"unusable": str(exc)}
     except Exception as exc:
+        fault = reference_fault(exc, session)
+        if fault:
+            return {"unusable": fault}
         error = f"{type(exc).__name__}: {str(exc)[:300]}"
     return {"total": len(recorder.lines), "passed": tally.passed(), "failures": tally.failures, "error": error}
+
+
+def apply_limits(job: dict) -> None:
+    """The child's own limits, as sent by the verifier: address space, and CPU seconds (SIGXCPU ends the child)."""
+    memory, cpu = int(job.get("memory_mb", 4096)) << 20, int(job.get("cpu_s", 60))
+    for limit, soft, hard in ((resource.RLIMIT_AS, memory, memory), (resource.RLIMIT_CPU, cpu, cpu + 1)):
+        current = resource.getrlimit(limit)[1]
+        if current != resource.RLIM_INFINITY:
+            soft, hard = min(soft, current), min(hard, current)
+        resource.setrlimit(limit, (soft, hard))
 
 
 def run_job(job_fd: int, request_fd: int, reply_fd: int) -> None:
@@ -243,6 +299,7 @@ def run_job(job_fd: int, request_fd: int, reply_fd: int) -> None:
     if job is None:
         return
     signal.alarm(max(1, int(job.get("deadline_s", 60))))  # a backstop: the verifier also enforces its deadline
+    apply_limits(job)
     session = Session(request_fd, reply_fd)
     try:
         verdict = judge(job, session)
@@ -255,7 +312,6 @@ def run_job(job_fd: int, request_fd: int, reply_fd: int) -> None:
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
-    sys.set_int_max_str_digits(0)  # candidates may return big integers; tests may print them
     while True:
         message, fds, _, _ = socket.recv_fds(control, 16, 3)
         if not message:

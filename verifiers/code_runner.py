@@ -4,6 +4,9 @@ Function tests (assert-style and `check(candidate)`): the candidate's code goes 
 a child of the judge zygote, and the two talk over pipes; the verifier only waits for the judge's verdict, under the
 wall-clock deadline, and then kills the sandbox whatever happened. Stdin/stdout tests: one sandbox per case, whose
 stdout is compared here with the expected output.
+
+A candidate killed at its deadline is a `timeout`. A sandbox that cannot start or set itself up, or a judge that ends
+without a verdict before the deadline, is a failure of the verifier: `SandboxError` or `JudgeError`, never a verdict.
 """
 
 from __future__ import annotations
@@ -19,10 +22,17 @@ import time
 from dataclasses import dataclass, field
 
 from .code_protocol import LineReader, ProtocolError, write_message
-from .sandbox import HERE, SandboxPool
+from .sandbox import HERE, SandboxError, SandboxPool
 
 # The judge and the sandbox tear down in a few milliseconds once the candidate is killed.
 TEARDOWN_S = 2.0
+# The judge runs the dataset's test code: its own limits, per verification (values in docs/code_verifier.md).
+JUDGE_MEMORY_MB = 4096
+JUDGE_CPU_GRACE_S = 5
+
+
+class JudgeError(RuntimeError):
+    """The judge process could not be reached or ended without a verdict: the verifier failed, not the candidate."""
 
 
 @dataclass
@@ -46,12 +56,19 @@ class JudgeProcess:
         self.control = None
 
     def _start(self) -> None:
+        if self.control is not None:
+            self.control.close()  # of a zygote that died
         parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-I", str(HERE / "code_judge.py"), str(child_end.fileno())],
-            pass_fds=(child_end.fileno(),), stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-        child_end.close()
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-I", str(HERE / "code_judge.py"), str(child_end.fileno())],
+                pass_fds=(child_end.fileno(),), stdin=subprocess.DEVNULL,
+            )  # fmt: skip
+        except OSError as exc:
+            parent_end.close()
+            raise JudgeError(f"cannot start the judge process: {exc}") from exc
+        finally:
+            child_end.close()
         self.control = parent_end
 
     def submit(self, request_w: int, reply_r: int) -> socket.socket:
@@ -65,9 +82,9 @@ class JudgeProcess:
                     try:
                         socket.send_fds(self.control, [b"J"], [theirs.fileno(), request_w, reply_r])
                         break
-                    except OSError:
+                    except OSError as exc:
                         if attempt:
-                            raise
+                            raise JudgeError(f"cannot reach the judge process: {exc}") from exc
                         self.proc = None
         finally:
             theirs.close()
@@ -86,13 +103,17 @@ class JudgeProcess:
 
 
 def _read_verdict(job: socket.socket, deadline: float) -> dict | None:
+    """The judge's verdict; None if none came by `deadline`; JudgeError if the judge ended without one."""
     remaining = deadline - time.monotonic()
     if remaining <= 0 or not select.select([job], [], [], remaining)[0]:
         return None
     try:
-        return LineReader(job.fileno(), 1 << 24).read_message()
-    except (ProtocolError, OSError):
-        return None
+        verdict = LineReader(job.fileno(), 1 << 24).read_message()
+    except (ProtocolError, OSError) as exc:
+        raise JudgeError(f"unreadable verdict from the judge process: {exc}") from None
+    if verdict is None:
+        raise JudgeError("the judge process ended without a verdict (crashed, or killed by a limit)")
+    return verdict
 
 
 def run_function_tests(pool: SandboxPool, judge: JudgeProcess, code: str, job: dict) -> Outcome:
@@ -106,16 +127,25 @@ def run_function_tests(pool: SandboxPool, judge: JudgeProcess, code: str, job: d
         sandbox._close_fds(sandbox.request_w, sandbox.reply_r)  # the judge child holds them now
         sandbox.request_w = sandbox.reply_r = -1
         start = time.monotonic()
-        write_message(job_socket.fileno(), {**job, "deadline_s": limits.wall_s + TEARDOWN_S})
+        deadline_s = limits.wall_s + TEARDOWN_S
+        write_message(
+            job_socket.fileno(),
+            {**job, "deadline_s": deadline_s, "memory_mb": JUDGE_MEMORY_MB, "cpu_s": deadline_s + JUDGE_CPU_GRACE_S},
+        )
         verdict = _read_verdict(job_socket, start + limits.wall_s)
         timed_out = verdict is None
         if timed_out:  # kill the candidate; the judge then fails the remaining asserts quickly
             sandbox.finish()
-            verdict = _read_verdict(job_socket, time.monotonic() + TEARDOWN_S) or {}
+            try:
+                verdict = _read_verdict(job_socket, time.monotonic() + TEARDOWN_S) or {}
+            except JudgeError:
+                verdict = {}
     finally:
         if job_socket is not None:
             job_socket.close()
         sandbox.finish(grace_s=0.5)
+    if verdict.get("internal") and not timed_out:
+        raise SandboxError(str(verdict["internal"]))
     if verdict.get("unusable"):
         return Outcome(unusable=str(verdict["unusable"]))
     error = "timeout" if timed_out else verdict.get("error")
@@ -172,6 +202,7 @@ def run_stdio_case(
         os.close(sandbox.request_w)
         sandbox.request_w = -1
         deadline = time.monotonic() + pool.limits.wall_s
+        _check_setup(sandbox, deadline)
         output, stopped = sandbox.read_stdout(deadline)
         status = sandbox.wait(deadline) if stopped is None else None
     finally:
@@ -186,4 +217,17 @@ def run_stdio_case(
     return Outcome(1, 1)
 
 
-__all__ = ["JudgeProcess", "Outcome", "run_function_tests", "run_stdio_case"]
+def _check_setup(sandbox, deadline: float) -> None:
+    """The harness reports its set-up (limits, uid drop) before it runs the candidate, then closes the reply pipe."""
+    remaining = deadline - time.monotonic()
+    try:
+        ready = select.select([sandbox.reply_r], [], [], max(0.0, remaining))[0]
+        message = LineReader(sandbox.reply_r, 1 << 12).read_message() if ready else None
+    except (ProtocolError, OSError) as exc:
+        raise SandboxError(f"unreadable set-up report from the sandbox: {exc}") from None
+    if not isinstance(message, dict) or message.get("setup") != "ok":
+        why = (message or {}).get("error") or ("no report in time" if not ready else "it ended first")
+        raise SandboxError(f"the sandbox could not set up the candidate's limits: {why}")
+
+
+__all__ = ["JudgeError", "JudgeProcess", "Outcome", "run_function_tests", "run_stdio_case"]

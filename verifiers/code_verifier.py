@@ -8,21 +8,26 @@ verifier.verify(completion, [{"input": "1 2\\n", "output": "3\\n"}])            
 ```
 
 The verdict is formed outside the sandbox (see code_judge.py and code_harness.py for why it cannot be forged) and the
-result's `details` say which isolation was in force (see sandbox.py for what each level protects against).
+result's `details` say which isolation was in force (see sandbox_isolation.py for what each level protects against).
+
+Never raises into the trainer, and never turns its own failure into a 0: a completion that is not text scores 0
+(`bad_completion: ...`); an unusable reference gives None (`unusable_reference: ...`); a sandbox that cannot start, a
+judge that dies or any other failure of the verifier is retried once, then gives None (`internal_error: ...`).
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .base import VerificationResult, Verifier, register_verifier
-from .code_runner import JudgeProcess, Outcome, run_function_tests, run_stdio_case
+from .code_runner import JudgeError, JudgeProcess, Outcome, run_function_tests, run_stdio_case
 from .deadline_pool import default_worker_count
-from .sandbox import Limits, SandboxPool, detect_isolation
+from .sandbox import Limits, SandboxError, SandboxPool, detect_isolation
 
 logger = logging.getLogger("trl_grpo_ext.verifiers")
 
@@ -36,6 +41,17 @@ def extract_code(completion: str) -> str:
     if python_blocks or blocks:
         return (python_blocks or [body for _, body in blocks])[-1]
     return completion
+
+
+def _text(value: Any) -> bool:
+    """A str that can travel to the sandbox (UTF-8, so no lone surrogates)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def parse_reference(reference: Any) -> tuple[str, Any]:
@@ -74,7 +90,7 @@ def parse_reference(reference: Any) -> tuple[str, Any]:
 
 
 def _case(stdin: Any, stdout: Any) -> tuple[str, str]:
-    if not isinstance(stdin, str) or not isinstance(stdout, str):
+    if not _text(stdin) or not _text(stdout):
         raise ValueError(f"a stdin/stdout case needs string 'input' and 'output', got {stdin!r:.60} / {stdout!r:.60}")
     return stdin, stdout
 
@@ -122,30 +138,38 @@ class CodeVerifier(Verifier):
         self._pool = None
         self._judge = None
         self._executor = None
+        self._start_lock = threading.Lock()
 
     def _ensure_started(self) -> None:
-        if self._pool is None:
-            self._pool = SandboxPool(self.isolation, self.limits, size=self.workers)
-            self._judge = JudgeProcess()
+        with self._start_lock:
+            if self._pool is None:
+                self._pool = SandboxPool(self.isolation, self.limits, size=self.workers)
+                self._judge = JudgeProcess()
 
     def verify(self, completion: str, reference: Any) -> VerificationResult:
+        if not isinstance(completion, str):
+            return VerificationResult(0.0, f"bad_completion: expected str, got {type(completion).__name__}")
         try:
             kind, tests = parse_reference(reference)
-        except ValueError as exc:
+        except Exception as exc:  # ValueError, or a mapping that fails in its own way
             logger.warning("code verifier: %s", exc)
             return VerificationResult(None, f"unusable_reference: {exc}")
-        code = extract_code(completion or "")
+        code = extract_code(completion)
         if not code.strip():
             return VerificationResult(0.0, "no_code", extracted=code, details=self._details(Outcome()))
-        try:
-            self._ensure_started()
-            outcome = self._run(kind, tests, code)
-        except Exception as exc:  # a verifier never raises into the trainer
-            logger.exception("code verifier: sandbox failure")
-            return VerificationResult(
-                0.0, f"sandbox_error: {type(exc).__name__}: {exc}", code, self._details(Outcome())
-            )
-        return self._result(outcome, code)
+        failure = None
+        for attempt in range(2):  # a failure of the sandbox or the judge is retried once
+            try:
+                self._ensure_started()
+                return self._result(self._run(kind, tests, code), code)
+            except Exception as exc:  # a verifier never raises into the trainer, nor scores its own failure 0
+                failure = exc
+                logger.warning("code verifier: %s: %s%s", type(exc).__name__, exc, "; retrying" if not attempt else "")
+        logger.error("code verifier: giving up on an item", exc_info=failure)
+        what = (
+            str(failure) if isinstance(failure, (SandboxError, JudgeError)) else f"{type(failure).__name__}: {failure}"
+        )
+        return VerificationResult(None, f"internal_error: {what}", code, self._details(Outcome()))
 
     def _run(self, kind: str, tests: Any, code: str) -> Outcome:
         if kind == "functions":

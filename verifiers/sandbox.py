@@ -1,17 +1,12 @@
-"""Isolation for untrusted candidate code: detection of what this machine allows, and warm sandbox processes.
+"""Warm sandbox processes for untrusted candidate code, and the pool that keeps them started ahead.
 
-Two levels, the strongest that works is picked at run time and reported in every result:
+What isolation a sandbox gets is decided in sandbox_isolation.py ("bwrap" namespaces, or "rlimits" only when asked
+for by name); which uid it runs as, when the verifier runs as root, in sandbox_uids.py (one per live sandbox, unique
+across the machine). Inside, the harness sets rlimits before the candidate runs: CPU seconds, address space, file
+size, open files, no core dumps, and RLIMIT_NPROC where it holds for the sandbox alone.
 
-- "bwrap": bubblewrap namespaces (PID, network, IPC, UTS, mount): a read-only view of /usr and the Python install
-  only (no /home, /root, /work, /etc), a private size-limited /tmp, no network device but loopback, an empty
-  environment; when the PID namespace's first process ends, the kernel kills every process left in it.
-- "rlimits": a plain process group with resource limits and an empty environment. It does NOT hide the file system,
-  block the network or catch processes that leave the process group; a warning says so.
-
-At both levels, when the verifier runs as root, the harness drops to a dedicated unprivileged uid (one per live
-sandbox) after setting RLIMIT_NPROC: that limit is ignored for root, but holds for such a uid, so a fork bomb stops at
-`processes`; after the verdict every process of that uid is killed. Other limits are rlimits set by the harness
-before the candidate runs: CPU seconds, address space, file size, open files, no core dumps.
+A sandbox proves it started: the harness's first message, before it waits for a candidate, is `{"started": true}`;
+one that never sends it is a failure of the verifier (`SandboxError`), never a verdict on the candidate.
 """
 
 from __future__ import annotations
@@ -19,26 +14,35 @@ from __future__ import annotations
 import json
 import logging
 import os
-import pwd
 import select
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass
-from pathlib import Path
+from dataclasses import dataclass
+
+from .code_protocol import LineReader, ProtocolError, write_message
+from .sandbox_isolation import (
+    HERE,
+    INSIDE_DIR,
+    ISOLATION_CHOICES,
+    Isolation,
+    bwrap_command,
+    detect_isolation,
+    sandbox_env,
+    sandbox_python,
+)
+from .sandbox_uids import FIRST_SANDBOX_UID, SANDBOX_UID_COUNT, UIDS
 
 logger = logging.getLogger("trl_grpo_ext.verifiers")
 
-HERE = Path(__file__).resolve().parent
-SANDBOX_FILES = ("code_harness.py", "code_protocol.py")
-INSIDE_DIR = "/opt/trl_grpo_ext_sandbox"
-ISOLATION_CHOICES = ("auto", "bwrap", "rlimits")
-FIRST_SANDBOX_UID = 61000
-SANDBOX_UID_COUNT = 1024
+START_TIMEOUT_S = 60.0  # a sandbox that has not started by then (a machine under heavy load) is a failure
+
+
+class SandboxError(RuntimeError):
+    """A sandbox could not start or set itself up: the verifier failed, not the candidate."""
 
 
 @dataclass(frozen=True)
@@ -68,210 +72,11 @@ class Limits:
         return limits
 
 
-@dataclass(frozen=True)
-class Isolation:
-    level: str  # "bwrap" or "rlimits"
-    dedicated_uid: bool  # processes run as an unprivileged uid of their own: RLIMIT_NPROC holds, kill-all by uid
-    python: str
-    warning: str | None = None
-
-    @property
-    def process_limit(self) -> bool:
-        return self.dedicated_uid
-
-    def describe(self) -> dict:
-        return {**asdict(self), "process_limit": self.process_limit}
-
-
-def _readable_by_others(path: Path) -> bool:
-    """Can an unprivileged uid reach `path` (execute bit for others on every parent, read on the file)?"""
-    for parent in [*reversed(path.parents)][1:] + [path]:
-        mode = parent.stat().st_mode
-        if not mode & (0o001 if parent != path else 0o004):
-            return False
-    return True
-
-
-def sandbox_python() -> str:
-    """The base interpreter (not the virtualenv's): the sandbox runs it with -I -S, standard library only."""
-    return os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
-
-
-def bwrap_command(python: str, tmp_mb: int) -> list[str]:
-    prefix = str(Path(python).resolve().parent.parent)
-    cmd = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
-    cmd += ["--die-with-parent", "--new-session", "--ro-bind", "/usr", "/usr"]
-    for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
-        if os.path.islink(top):
-            cmd += ["--symlink", os.readlink(top), top]
-        elif os.path.isdir(top):
-            cmd += ["--ro-bind", top, top]
-    if not prefix.startswith("/usr/"):
-        cmd += _open_parents(prefix) + ["--ro-bind", prefix, prefix]
-    cmd += _open_parents(f"{INSIDE_DIR}/x")
-    for name in SANDBOX_FILES:
-        cmd += ["--ro-bind", str(HERE / name), f"{INSIDE_DIR}/{name}"]
-    cmd += [
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--size",
-        str(tmp_mb << 20),
-        "--tmpfs",
-        "/tmp",
-        "--chmod",
-        "1777",
-        "/tmp",
-    ]
-    cmd += ["--clearenv", "--chdir", "/tmp"]
-    for key, value in sandbox_env("/tmp").items():
-        cmd += ["--setenv", key, value]
-    if os.geteuid() == 0:  # keep only what the uid drop needs
-        cmd += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-    else:
-        cmd += ["--unshare-user"]
-    return cmd
-
-
-def _open_parents(path: str) -> list[str]:
-    """bwrap creates missing parents of a mount point with mode 0700; the uid the candidate runs as needs 0755."""
-    cmd = []
-    for parent in reversed(Path(path).parents[:-1]):
-        cmd += ["--perms", "0755", "--dir", str(parent)]
-    return cmd
-
-
-def sandbox_env(home: str) -> dict:
-    # Two malloc arenas: glibc reserves 64 MiB of address space per thread arena, which RLIMIT_AS would count.
-    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8", "MALLOC_ARENA_MAX": "2"}
-
-
-_DETECTED: dict[tuple[str, str], Isolation] = {}
-_DETECT_LOCK = threading.Lock()
-
-
-def detect_isolation(requested: str = "auto", python: str | None = None) -> Isolation:
-    """The strongest isolation that works here, probed once per process by starting a real sandbox."""
-    if requested not in ISOLATION_CHOICES:
-        raise ValueError(f"isolation={requested!r} is not supported. Valid choices: {', '.join(ISOLATION_CHOICES)}.")
-    python = python or sandbox_python()
-    with _DETECT_LOCK:
-        if (requested, python) not in _DETECTED:
-            _DETECTED[(requested, python)] = _detect(requested, python)
-    return _DETECTED[(requested, python)]
-
-
-def _detect(requested: str, python: str) -> Isolation:
-    root = os.geteuid() == 0
-    problem = "bwrap is not installed (apt-get install -y bubblewrap)" if shutil.which("bwrap") is None else None
-    if requested != "rlimits" and problem is None:
-        probe = (
-            f"import os; os.setgroups([]); os.setgid({FIRST_SANDBOX_UID}); os.setuid({FIRST_SANDBOX_UID})"
-            if root
-            else ""
-        )
-        run = subprocess.run([*bwrap_command(python, 1), python, "-I", "-S", "-c", probe], capture_output=True)
-        if run.returncode == 0:
-            return Isolation("bwrap", dedicated_uid=root, python=python)
-        problem = f"bwrap cannot start a sandbox here: {run.stderr.decode(errors='replace').strip()[:300]}"
-    if requested == "bwrap":
-        raise RuntimeError(f"isolation='bwrap' was requested but {problem}. Use isolation='auto' to fall back.")
-    if root:  # never run untrusted code as root: the harness must be able to drop to a dedicated uid
-        python = _python_for_others(python)
-        if python is None:
-            raise RuntimeError(
-                f"refusing to run candidate code as root without isolation ({problem or 'rlimits requested'}) and "
-                "without an interpreter and harness that an unprivileged uid can read: install bubblewrap "
-                "(apt-get install -y bubblewrap) or pass python= a world-readable interpreter."
-            )
-    warning = (
-        f"code verifier: weak isolation ({problem or 'requested'}): the candidate can read the file system, use the "
-        "network and leave files in world-writable folders"
-        + ("" if root else "; no process limit, and processes that leave the process group are not killed")
-    )
-    logger.warning(warning)
-    return Isolation("rlimits", dedicated_uid=root, python=python, warning=warning)
-
-
-def _python_for_others(python: str) -> str | None:
-    """`python`, or else a system interpreter of the same version, if an unprivileged uid can run it and the harness."""
-    if not all(_readable_by_others(HERE / name) for name in SANDBOX_FILES):
-        return None
-    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    for candidate in (python, shutil.which(version, path="/usr/local/bin:/usr/bin:/bin")):
-        if candidate and _readable_by_others(Path(os.path.realpath(candidate))):
-            return os.path.realpath(candidate)
-    return None
-
-
-class UidPool:
-    """Dedicated uids, one per live sandbox, so that RLIMIT_NPROC and kill-by-uid see only that sandbox."""
-
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.free = [u for u in range(FIRST_SANDBOX_UID, FIRST_SANDBOX_UID + SANDBOX_UID_COUNT) if not _uid_exists(u)]
-
-    def acquire(self) -> int:
-        with self.lock:
-            if not self.free:
-                raise RuntimeError("all sandbox uids are in use; lower `workers`")
-            return self.free.pop(0)
-
-    def release(self, uid: int) -> None:
-        with self.lock:
-            self.free.append(uid)
-
-
-def _uid_exists(uid: int) -> bool:
-    try:
-        pwd.getpwuid(uid)
-        return True
-    except KeyError:
-        return False
-
-
-UIDS = UidPool()
-
-
-def pids_of_uid(uid: int) -> list[int]:
-    """Processes whose real uid is `uid` (read from /proc/PID/status, which a process cannot hide by prctl)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/status", "rb") as status:
-                for line in status:
-                    if line.startswith(b"Uid:"):
-                        if int(line.split()[1]) == uid:
-                            found.append(int(entry))
-                        break
-        except (OSError, ValueError, IndexError):
-            continue
-    return found
-
-
-def kill_uid(uid: int, patience_s: float = 5.0) -> bool:
-    """SIGKILL every process of `uid` until none is left; False if some survived `patience_s`."""
-    deadline = time.monotonic() + patience_s
-    while pids := pids_of_uid(uid):
-        if time.monotonic() > deadline:
-            return False
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        time.sleep(0.002)
-    return True
-
-
 class Sandbox:
     """One started harness process, waiting for its candidate. Used once, then `finish()` kills what is left.
 
     Pipes: `request_w` (init message, then the judge's requests), `reply_r` (the harness's replies), `stdout_r` (the
-    candidate's stdout, read only in script mode).
+    candidate's stdout, read only in script mode), `stderr_r` (read only when the sandbox fails to start).
     """
 
     def __init__(self, isolation: Isolation, limits: Limits):
@@ -279,23 +84,59 @@ class Sandbox:
         self.limits = limits
         self.uid = UIDS.acquire() if isolation.dedicated_uid else None
         self.workdir = None
-        request_r, self.request_w = os.pipe()
-        self.reply_r, reply_w = os.pipe()
-        self.stdout_r, stdout_w = os.pipe()
+        self.started = False
+        self.request_w = self.reply_r = self.stdout_r = self.stderr_r = -1
+        try:
+            request_r, self.request_w = os.pipe()
+            self.reply_r, reply_w = os.pipe()
+            self.stdout_r, stdout_w = os.pipe()
+            self.stderr_r, stderr_w = os.pipe()  # what bwrap or Python say if they cannot start; silenced after
+        except OSError as exc:
+            self.finish()
+            raise SandboxError(f"no pipes for a sandbox: {exc}") from exc
         try:
             cmd, env, cwd = self._command()
-            harness_limits = {"rlimits": limits.rlimits(self.uid is not None), "uid": self.uid, "workdir": cwd}
+            harness_limits = {
+                "rlimits": limits.rlimits(isolation.process_limit is not None), "uid": self.uid, "workdir": cwd,
+            }  # fmt: skip
             cmd += [str(request_r), str(reply_w), json.dumps(harness_limits)]
             self.proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=stdout_w, stderr=subprocess.DEVNULL, pass_fds=(request_r, reply_w),
-                env=env, cwd=None if isolation.level == "bwrap" else cwd, process_group=0,
+                cmd, stdin=subprocess.DEVNULL, stdout=stdout_w, stderr=stderr_w, pass_fds=(request_r, reply_w),
+                env=env, cwd=None if isolation.level == "bwrap" else cwd, start_new_session=True,
             )  # fmt: skip
-        except BaseException:
-            self._close_fds(self.request_w, self.reply_r, self.stdout_r)
-            self._release()
+        except BaseException as exc:
+            self.proc = None
+            self.finish()
+            if isinstance(exc, OSError):
+                raise SandboxError(f"cannot start a sandbox: {exc}") from exc
             raise
         finally:
-            self._close_fds(request_r, reply_w, stdout_w)
+            self._close_fds(request_r, reply_w, stdout_w, stderr_w)
+
+    def wait_started(self, deadline: float) -> None:
+        """Return once the harness has said it started; SandboxError (with what bwrap or Python said) otherwise."""
+        if self.started:
+            return
+        reader = LineReader(self.reply_r, 1 << 10)
+        try:
+            ready = select.select([self.reply_r], [], [], max(0.0, deadline - time.monotonic()))[0]
+            message = reader.read_message() if ready else None  # the harness writes nothing else before its init
+        except (OSError, ProtocolError) as exc:
+            message = {"error": str(exc)}
+        if reader.buffer or not isinstance(message, dict) or message.get("started") is not True:
+            why = "did not start in time" if not ready else f"ended before starting (exit status {self.proc.poll()})"
+            said = self._stderr().strip()
+            self.finish()
+            raise SandboxError(f"the sandbox {why}" + (f": {said[-300:]}" if said else ""))
+        self.started = True
+
+    def _stderr(self) -> str:
+        if self.stderr_r < 0 or not select.select([self.stderr_r], [], [], 0.05)[0]:
+            return ""
+        try:
+            return os.read(self.stderr_r, 1 << 14).decode(errors="replace")
+        except OSError:
+            return ""
 
     def _command(self) -> tuple[list[str], dict, str]:
         python = self.isolation.python
@@ -312,8 +153,6 @@ class Sandbox:
         return [python, "-I", "-S", str(HERE / "code_harness.py")], sandbox_env(self.workdir), self.workdir
 
     def send(self, message: dict) -> None:
-        from .code_protocol import write_message
-
         write_message(self.request_w, message)
 
     def read_stdout(self, deadline: float) -> tuple[bytes, str | None]:
@@ -341,25 +180,26 @@ class Sandbox:
 
     def finish(self, grace_s: float = 0.0) -> None:
         """Kill the sandbox and every process it started; remove its files. Safe to call more than once."""
-        self._close_fds(self.request_w, self.reply_r, self.stdout_r)
-        self.request_w = self.reply_r = self.stdout_r = -1
-        exited = grace_s > 0 and self.wait(time.monotonic() + grace_s) is not None
-        if not exited and self.proc.poll() is None:
-            try:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.proc.wait()
+        self._close_fds(self.request_w, self.reply_r, self.stdout_r, self.stderr_r)
+        self.request_w = self.reply_r = self.stdout_r = self.stderr_r = -1
+        if getattr(self, "proc", None) is not None:
+            exited = grace_s > 0 and self.wait(time.monotonic() + grace_s) is not None
+            if not exited and self.proc.poll() is None:
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.proc.wait()
+        else:
+            exited = False
         # A PID namespace dies with its first process; without one (or when killed) find stragglers by uid.
-        if self.uid is not None and (not exited or self.isolation.level != "bwrap") and not kill_uid(self.uid):
+        if self.uid is not None and (not exited or self.isolation.level != "bwrap") and not UIDS.kill(self.uid):
             logger.error("code verifier: processes of sandbox uid %d survived SIGKILL; not reusing it", self.uid)
+            UIDS.discard(self.uid)
             self.uid = None
         if self.workdir:
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir = None
-        self._release()
-
-    def _release(self) -> None:
         if self.uid is not None:
             UIDS.release(self.uid)
             self.uid = None
@@ -386,12 +226,23 @@ class SandboxPool:
         self.closed = False
 
     def acquire(self) -> Sandbox:
+        """A started sandbox; SandboxError if two in a row fail to start."""
         with self.lock:
             sandbox = self.idle.pop(0) if self.idle else None
-        if sandbox is None or sandbox.proc.poll() is not None:  # a warm one that died is no use
-            if sandbox is not None:
+        for attempt in range(2):
+            try:
+                if sandbox is None:
+                    sandbox = Sandbox(self.isolation, self.limits)
+                sandbox.wait_started(time.monotonic() + START_TIMEOUT_S)
+                if sandbox.proc.poll() is None:
+                    break
                 sandbox.finish()
-            sandbox = Sandbox(self.isolation, self.limits)
+                raise SandboxError("a started sandbox ended before it was given a candidate")
+            except SandboxError as exc:
+                sandbox = None
+                if attempt:
+                    raise
+                logger.warning("code verifier: %s; starting another", exc)
         self._refill()
         return sandbox
 
@@ -413,3 +264,17 @@ class SandboxPool:
             idle, self.idle = self.idle, []
         for sandbox in idle:
             sandbox.finish()
+
+
+__all__ = [
+    "FIRST_SANDBOX_UID",
+    "ISOLATION_CHOICES",
+    "SANDBOX_UID_COUNT",
+    "Isolation",
+    "Limits",
+    "Sandbox",
+    "SandboxError",
+    "SandboxPool",
+    "detect_isolation",
+    "sandbox_python",
+]
