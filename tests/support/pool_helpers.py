@@ -59,3 +59,19 @@ def wait_to_be_killed_on_first_attempt(directory: str) -> str:
         os.rename(path + ".tmp", path)
         time.sleep(60)
     return "second attempt"
+
+
+def do_nothing() -> None:
+    """An initializer that starts a worker at once (in place of the math verifier's sympy warm-up)."""
+
+
+def compare_segfaulting(*_args) -> None:
+    segfault()
+
+
+def compare_raising_type_error(*_args) -> None:
+    raise TypeError("a bug in the comparison")
+
+
+def compare_raising_memory_error(*_args) -> None:
+    raise MemoryError()

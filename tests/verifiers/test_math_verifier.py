@@ -11,7 +11,9 @@ from trl_grpo_ext.verifiers import MathVerifier, get_verifier, list_verifiers
 # Undefined functions defeat numeric sampling, so sympy.simplify expands two degree-2000 polynomials: this took
 # 73 s in-process on the development machine.
 SLOW_PAIR = (r"\boxed{f(x) (x+1)^{2000}}", r"f(x) (x+2)^{2000}")
-DEADLINE_MARGIN_S = 3.0
+# The deadline is CPU time, so on a busy machine a timeout takes longer than `timeout_s` on the wall clock; the
+# wall-clock backstop (10 x timeout_s) bounds it.
+WALL_LIMIT_FACTOR = 10.0
 
 
 @pytest.fixture(scope="module")
@@ -155,7 +157,7 @@ def test_deadline_holds_from_a_worker_thread():
         thread.join(timeout=60)
         assert not thread.is_alive()
         assert out["result"].score == 0.0 and out["result"].reason == "timeout"
-        assert out["elapsed"] < 1.5 + DEADLINE_MARGIN_S
+        assert out["elapsed"] < 1.5 * WALL_LIMIT_FACTOR
         # the pool replaced the killed worker and keeps working
         assert verifier.verify(r"\boxed{2}", "2").score == 1.0
         assert verifier.verify(r"\boxed{x^2-1}", "(x-1)(x+1)").score == 1.0
@@ -185,7 +187,7 @@ def test_deadline_holds_under_asyncio():
     try:
         results, elapsed, ticks = asyncio.run(main())
         assert [r.reason for r in results] == ["timeout", "correct"]
-        assert elapsed < 1.5 + DEADLINE_MARGIN_S
+        assert elapsed < 1.5 * WALL_LIMIT_FACTOR
         assert ticks > 5  # the event loop kept running while the workers computed
     finally:
         verifier.close()
@@ -236,3 +238,54 @@ def test_start_is_a_no_op_for_a_verifier_without_workers():
     verifier = get_verifier("always_one_for_start_test")
     verifier.start()
     assert verifier.verify("x", "y").score == 1.0
+
+
+# Pairs the fast path cannot decide, so they go to a worker.
+UNDECIDED = (r"\boxed{x+1}", "1+x")
+
+
+@pytest.fixture
+def light_workers(monkeypatch):
+    """Workers that skip the sympy warm-up, so that a verifier whose comparison is replaced starts in a moment."""
+    import pool_helpers
+
+    from trl_grpo_ext.verifiers import math_verifier
+
+    monkeypatch.setattr(math_verifier, "warm_up", pool_helpers.do_nothing)
+    return math_verifier
+
+
+@pytest.mark.parametrize(
+    "compare, score, reason",
+    [
+        ("compare_segfaulting", None, "internal_error: crashed: the worker process died (signal 11 (SIGSEGV))"),
+        ("compare_raising_type_error", None, "internal_error: error: TypeError: a bug in the comparison"),
+        ("compare_raising_memory_error", 0.0, "too_large: MemoryError: "),
+    ],
+)
+def test_failures_of_the_comparison_are_told_apart(light_workers, monkeypatch, compare, score, reason):
+    """A crash (after one retry) and a bug are the verifier's failures (None); running out of memory on an input is
+    the input's (0, like a timeout)."""
+    import pool_helpers
+
+    monkeypatch.setattr(light_workers, "compare_task", getattr(pool_helpers, compare))
+    verifier = get_verifier("math", n_workers=1)
+    try:
+        result = verifier.verify(*UNDECIDED)
+        assert result.score == score and result.reason.startswith(reason)
+    finally:
+        verifier.close()
+
+
+def test_workers_that_cannot_start_give_none_for_the_batch(light_workers, monkeypatch):
+    import pool_helpers
+
+    monkeypatch.setattr(light_workers, "warm_up", pool_helpers.fail_to_start)
+    verifier = get_verifier("math", n_workers=1)
+    try:
+        results = verifier.verify_batch([UNDECIDED[0], r"\boxed{2x}", r"\boxed{3}"], [UNDECIDED[1], "x+x", "3"])
+        assert [r.score for r in results[:2]] == [None, None]
+        assert all(r.reason.startswith("internal_error: unavailable: the worker pool failed") for r in results[:2])
+        assert (results[2].score, results[2].reason) == (1.0, "correct")  # decided without a worker
+    finally:
+        verifier.close()
