@@ -4,12 +4,13 @@ Runs inside a deadline worker (it parses untrusted LaTeX and calls sympy). Rules
 - lists and sets are order-free, tuples ordered; a bare list against a tuple is compared in order;
 - intervals need the same bracket types; a pair `(a, b)` equals the open interval `(a, b)`;
 - relations (equations, inequalities, `name = value`) follow `math_relations`;
-- leaves are parsed by `math_parse` and compared by `math_expressions`.
+- leaves are parsed by `math_parse` and compared by `math_expressions` (numbers by the rules of `math_numbers`).
 """
 
 from __future__ import annotations
 
-from .math_expressions import Tolerance, expressions_equal
+from .math_expressions import expressions_equal
+from .math_numbers import Tolerance
 from .math_parse import TooLargeError, UnparseableError, parse_leaf
 from .math_relations import as_interval, with_relation
 from .math_structure import Interval, Leaf, Relation, Seq, Union, parse_structure
@@ -18,7 +19,7 @@ from .math_structure import Interval, Leaf, Relation, Seq, Union, parse_structur
 def leaves_equal(a: Leaf, b: Leaf, tol: Tolerance) -> bool:
     if a.latex == b.latex:
         return True
-    return expressions_equal(parse_leaf(a.latex), parse_leaf(b.latex), tol)
+    return expressions_equal(parse_leaf(a.latex), parse_leaf(b.latex), tol, a.latex, b.latex)
 
 
 def _unordered_equal(a: tuple, b: tuple, tol: Tolerance) -> bool:

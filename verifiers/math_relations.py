@@ -15,7 +15,8 @@ from collections.abc import Callable
 
 import sympy
 
-from .math_expressions import Tolerance, constant_ratio, rebuilt
+from .math_expressions import constant_ratio, rebuilt
+from .math_numbers import Tolerance
 from .math_parse import parse_leaf
 from .math_structure import Interval, Leaf, Relation, Seq, Union, is_name
 

@@ -13,13 +13,13 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any
 
 from .base import VerificationResult, Verifier, register_verifier
 from .deadline_pool import DeadlinePool, TaskOutcome
 from .math_extract import extract_answer, extract_reference, reference_letter
-from .math_normalize import Normalized, as_word, is_integer_text, normalize_answer, plain_number
+from .math_normalize import Normalized, as_word, normalize_answer, plain_number
+from .math_numbers import Tolerance, plain_numbers_equal
 
 logger = logging.getLogger("trl_grpo_ext.verifiers.math")
 
@@ -63,7 +63,8 @@ def warm_up() -> None:
 class MathVerifier(Verifier):
     """Final-answer equality for math (boxed/anchored extraction, LaTeX normalisation, sympy under a hard deadline).
 
-    Options: rel_tol / abs_tol (numbers that are not both rationals are equal when
+    Numbers are compared exactly, decimals at the precision they are written to (see `math_numbers`). Options:
+    rel_tol / abs_tol (default 0: none; an extra tolerance for numbers, equal when
     |a - b| <= max(rel_tol * max(|a|, |b|), abs_tol)); timeout_s (hard deadline per item); percent ("either": `10\\%`
     may be read as 10 or 0.1, "strip": as 10, "fraction": as 0.1); strip_units; n_workers (default: the usable CPU
     cores, divided among the training processes of the machine); memory_limit_mb (per worker).
@@ -71,8 +72,8 @@ class MathVerifier(Verifier):
 
     def __init__(
         self,
-        rel_tol: float = 1e-4,
-        abs_tol: float = 1e-12,
+        rel_tol: float = 0.0,
+        abs_tol: float = 0.0,
         timeout_s: float = 5.0,
         percent: str = "either",
         strip_units: bool = True,
@@ -201,9 +202,7 @@ class MathVerifier(Verifier):
             return True
         a, b = plain_number(pred), plain_number(ref)
         if a is not None and b is not None:
-            if is_integer_text(pred) and is_integer_text(ref) or a == b:
-                return a == b
-            return abs(a - b) <= max(Fraction(self.rel_tol) * max(abs(a), abs(b)), Fraction(self.abs_tol))
+            return plain_numbers_equal(a, b, pred, ref, Tolerance(self.rel_tol, self.abs_tol))
         word_a, word_b = as_word(pred), as_word(ref)
         if word_a is not None and word_b is not None:
             if len(word_a) == 1 or len(word_b) == 1:  # single letters: E (a choice) is not e (Euler's number)

@@ -9,7 +9,7 @@ from trl_grpo_ext.verifiers.math_parse import TooLargeError, guard_size, parse_l
 from trl_grpo_ext.verifiers.math_structure import Interval, Leaf, Relation, Seq, Union, is_name, parse_structure
 
 
-def equal(pred: str, ref: str, rel_tol: float = 1e-4, abs_tol: float = 1e-12):
+def equal(pred: str, ref: str, rel_tol: float = 0.0, abs_tol: float = 0.0):
     return compare_task([(pred, ref)], rel_tol, abs_tol)[0]
 
 
@@ -65,7 +65,8 @@ def equal(pred: str, ref: str, rel_tol: float = 1e-4, abs_tol: float = 1e-12):
         ),
         (r"\frac{1}{3} \approx 0.33", r"\frac{1}{3}"),
         (r"x \approx 11", "11"),
-        ("1e-7", "1.00001e-7"),
+        ("1.000012e-7", "1.00001e-7"),  # within half a unit of the reference's last written digit
+        (r"\frac{1}{3}", "0.33"),  # a decimal reference accepts what rounds to it
     ],
 )
 def test_equal(pred, ref):
@@ -78,7 +79,8 @@ def test_equal(pred, ref):
         ("1e-7", "2e-7"),  # relative tolerance, never fixed decimal rounding
         ("5.001", "5"),
         ("1000001", "1000000"),  # integers are exact
-        (r"\frac{1}{3}", "0.33"),
+        ("1e-7", "1.00001e-7"),  # the reference is written to 6 digits: 1e-7 differs in the 6th
+        ("0.33", r"\frac{1}{3}"),  # an exact reference: a decimal needs 4 significant digits, correctly rounded
         ("x+1", "y+1"),
         ("x^3+2x+1", "x^2+2x+1"),
         ("(2,4)", "(4,2)"),  # tuples are ordered

@@ -1,0 +1,75 @@
+"""How exactly two numbers must agree: exactly, or at the precision a decimal is written to. Pure Python (no sympy),
+so the verifier's fast path in the caller's process and the sympy comparison in the workers apply the same rule.
+
+- An exact number (integer of any size, fraction, and in `math_expressions` surds and expressions in pi or e) is
+  compared exactly: `2.0001` is not `2`, `10^{20}+1` is not `10^{20}`, `2^{-60}` is not `0`.
+- A reference written as a decimal (`0.33`, `2.50`, `1.5e-3`) accepts whatever lies within half a unit of its last
+  written digit: `0.33` accepts `1/3`, `0.333` and `0.325`, not `0.3` or `0.336`; `2.50` accepts [2.495, 2.505].
+- A decimal prediction for an exact reference is accepted only when it is that reference correctly rounded at the
+  prediction's last digit and carries at least `MIN_SIGNIFICANT_DIGITS` significant digits: `0.3333` or `0.33333`
+  for `1/3`, `2.6667` for `8/3`, never `0.33` or `0.3`; an integer reference rounds to itself, so `2.0001` is not `2`.
+- `rel_tol` / `abs_tol` (verifier options, default 0) add an explicit tolerance on top, for users who want one;
+  it never applies between two integers or fractions.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+
+MIN_SIGNIFICANT_DIGITS = 4
+DECIMAL_TEXT = re.compile(r"[+-]?(\d*)\.?(\d*)(?:[eE]([+-]?\d+))?")
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """Extra tolerance on top of the exactness rules: |a - b| <= max(rel_tol * max(|a|, |b|), abs_tol)."""
+
+    rel_tol: float = 0.0
+    abs_tol: float = 0.0
+
+    def accepts(self, a: Fraction | float, b: Fraction | float) -> bool:
+        if not (self.rel_tol or self.abs_tol):
+            return False
+        bound = max(Fraction(self.rel_tol) * max(abs(Fraction(a)), abs(Fraction(b))), Fraction(self.abs_tol))
+        return abs(Fraction(a) - Fraction(b)) <= bound
+
+
+def is_decimal_text(text: str) -> bool:
+    """A plain number written with a decimal point or an exponent (`0.5`, `.5`, `5.`, `1e-7`)."""
+    text = text.replace(" ", "")
+    return bool(re.search(r"[.eE]", text) and DECIMAL_TEXT.fullmatch(text) and re.search(r"\d", text))
+
+
+def half_unit(text: str) -> Fraction:
+    """Half a unit of the last written digit of a decimal: `0.33` -> 0.005, `2.50` -> 0.005, `1.5e-3` -> 0.00005."""
+    match = DECIMAL_TEXT.fullmatch(text.replace(" ", ""))
+    places = len(match.group(2)) - int(match.group(3) or 0)
+    return Fraction(1, 2) * Fraction(10) ** -places
+
+
+def significant_digits(text: str) -> int:
+    """Digits of a decimal from its first non-zero one: `0.0833` -> 3, `2.50` -> 3, `1000.0` -> 5."""
+    match = DECIMAL_TEXT.fullmatch(text.replace(" ", ""))
+    return len((match.group(1) + match.group(2)).lstrip("0"))
+
+
+def written_precision(pred_text: str | None, ref_text: str | None, ref_exact: bool) -> Fraction | None:
+    """The largest |pred - ref| that the rules above accept when the values differ; None when they must be equal."""
+    if ref_text is not None and is_decimal_text(ref_text):
+        return half_unit(ref_text)
+    if ref_exact and pred_text is not None and is_decimal_text(pred_text):
+        if significant_digits(pred_text) >= MIN_SIGNIFICANT_DIGITS:
+            return half_unit(pred_text)
+    return None
+
+
+def plain_numbers_equal(pred: Fraction, ref: Fraction, pred_text: str, ref_text: str, tol: Tolerance) -> bool:
+    """Two plain numbers (`plain_number` values with their texts): the rules of this module, in exact arithmetic."""
+    if pred == ref:
+        return True
+    if (is_decimal_text(pred_text) or is_decimal_text(ref_text)) and tol.accepts(pred, ref):
+        return True  # the extra tolerance never applies between two integers or fractions
+    bound = written_precision(pred_text, ref_text, ref_exact=True)
+    return bound is not None and abs(pred - ref) <= bound
