@@ -6,6 +6,7 @@ import os
 import shutil
 import tempfile
 
+import hypothesis.configuration
 import pytest
 
 # Caches go to a folder of this test session, set before any Hugging Face library is imported (they read these at
@@ -19,6 +20,9 @@ for variable, folder in {
     "MPLCONFIGDIR": "matplotlib",
 }.items():
     os.environ[variable] = os.path.join(CACHE_ROOT, folder)
+
+# Hypothesis keeps its example database in the current folder unless told otherwise.
+hypothesis.configuration.set_hypothesis_home_dir(os.path.join(CACHE_ROOT, "hypothesis"))
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")

@@ -1,4 +1,5 @@
-"""The suite writes nothing outside temporary folders: the Hugging Face caches are the test session's own."""
+"""The suite writes nothing outside temporary folders: the Hugging Face and Hypothesis caches are the
+test session's own."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ import tempfile
 from pathlib import Path
 
 
-def test_hugging_face_caches_are_in_a_temporary_folder():
+def test_caches_are_in_a_temporary_folder():
     import datasets.config
     import huggingface_hub.constants
+    from hypothesis.configuration import storage_directory
 
     temporary = Path(tempfile.gettempdir()).resolve()
-    for cache in (datasets.config.HF_DATASETS_CACHE, huggingface_hub.constants.HF_HUB_CACHE, os.environ["HF_HOME"]):
+    caches = [datasets.config.HF_DATASETS_CACHE, huggingface_hub.constants.HF_HUB_CACHE, os.environ["HF_HOME"]]
+    for cache in [*caches, storage_directory("examples")]:
         assert temporary in Path(cache).resolve().parents, cache
