@@ -426,7 +426,12 @@ class DeadlinePool:
     def _collect(self, batch: _Batch) -> None:
         """Wait for a reply or for the next look at a worker's CPU time, whichever comes first."""
         next_check = min(item.check_at for item in batch.running.values())
-        ready = wait(list(batch.running), timeout=max(0.0, next_check - time.monotonic()))
+        try:
+            ready = wait(list(batch.running), timeout=max(0.0, next_check - time.monotonic()))
+        except OSError:  # close() in another thread closed a pipe of this batch
+            if not self._closed:
+                raise
+            ready = list(batch.running)  # each one's recv fails, and _died reports the closed pool
         now = time.monotonic()
         for conn in ready:
             item = batch.running.pop(conn)
@@ -446,8 +451,16 @@ class DeadlinePool:
                 outcome = TaskOutcome("error", error=text, error_type=error_type, elapsed_s=elapsed, cpu_s=cpu_s)
             batch.outcomes[item.index] = outcome
         for conn, item in list(batch.running.items()):
-            if item.check_at <= now and not conn.poll(0):  # a waiting reply (or EOF) is read on the next round
+            if item.check_at <= now and not self._reply_waiting(conn):  # read on the next round
                 self._check(batch, conn, item, now)
+
+    @staticmethod
+    def _reply_waiting(conn: Connection) -> bool:
+        """Whether a reply (or the EOF of a dead worker, or a pipe closed by close()) is there to read."""
+        try:
+            return conn.poll(0)
+        except OSError:
+            return True
 
     def _check(self, batch: _Batch, conn: Connection, item: _Running, now: float) -> None:
         """Kill the item's worker at its CPU budget ("timeout") or at the wall-clock backstop ("stalled"); otherwise
