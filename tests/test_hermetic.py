@@ -15,5 +15,5 @@ def test_caches_are_in_a_temporary_folder():
 
     temporary = Path(tempfile.gettempdir()).resolve()
     caches = [datasets.config.HF_DATASETS_CACHE, huggingface_hub.constants.HF_HUB_CACHE, os.environ["HF_HOME"]]
-    for cache in [*caches, storage_directory("examples")]:
+    for cache in [*caches, storage_directory("examples", intent_to_write=False).path]:
         assert temporary in Path(cache).resolve().parents, cache
