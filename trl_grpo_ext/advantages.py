@@ -104,7 +104,7 @@ def batch_std(rewards: torch.Tensor, *, epsilon: float, unbiased_std: bool) -> t
 
 @register_advantage_estimator("rloo")
 def rloo(rewards: torch.Tensor) -> torch.Tensor:
-    """r_i - mean of the other rewards of the group = G/(G-1) (r_i - group mean): RLOO (arXiv 2402.14740)."""
+    """r_i - mean of the group's other rewards = n/(n-1) (r_i - group mean), n scorable: RLOO (arXiv 2402.14740)."""
     count = (~torch.isnan(rewards)).sum(dim=1, keepdim=True).to(rewards.dtype)
     return count / (count - 1).clamp(min=1) * (rewards - _group_mean(rewards))
 

@@ -2,12 +2,16 @@
 
 Each estimator is `fn(logp, ref_logp) -> Tensor` of the same shape, differentiable through `logp`, with
 `x = logp - ref_logp` the per-token log-ratio of a token sampled from the policy (Schulman, "Approximating KL
-divergence", 2020). Used as a loss term, on-policy:
+divergence", 2020). Used as a loss term, on-policy, without the importance ratio (`use_bias_correction_kl=False`):
 
 - k1 = x: unbiased for KL(pi || ref) but its gradient is zero in expectation;
-- k2 = x^2 / 2: gradient x grad log pi, the exact gradient of the reverse KL(pi || ref);
-- k3 = exp(-x) + x - 1: gradient (1 - exp(-x)) grad log pi, the gradient of the forward KL(ref || pi); stock TRL's;
+- k2 = x^2 / 2: gradient x grad log pi, in expectation the exact gradient of the reverse KL(pi || ref);
+- k3 = exp(-x) + x - 1: gradient (1 - exp(-x)) grad log pi, in expectation the gradient of the forward KL(ref || pi);
+  stock TRL's;
 - the straight-through `+` variants keep the value of k and take the gradient of k2.
+
+Times the importance ratio (TRL's default), k3 and k1 get the reverse-KL gradient in expectation, k2 and the `+`
+variants lose it.
 
 Formulas and sources: docs/estimators.md.
 """
@@ -53,13 +57,13 @@ def kl_divergence(
 
 @register_kl_estimator("k1")
 def k1(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
-    """x = log pi - log ref: unbiased value, zero expected gradient as a loss term; the estimator for the reward."""
+    """x = log pi - log ref: unbiased value, zero expected gradient in the loss without the ratio; for the reward."""
     return logp - ref_logp
 
 
 @register_kl_estimator("k2")
 def k2(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
-    """x^2 / 2: its gradient is the exact gradient of the reverse KL(pi || ref)."""
+    """x^2 / 2: in expectation, its gradient is the exact gradient of the reverse KL(pi || ref)."""
     return (logp - ref_logp) ** 2 / 2
 
 
