@@ -41,6 +41,11 @@ class UnsupportedTest(Exception):
     """The test passes the candidate something that cannot travel as plain data (a lambda, a file, ...)."""
 
 
+def describe(exc: BaseException) -> str:
+    message = str(exc)[:200]
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
 class ReferenceFault(Exception):
     """The test code itself cannot run (see `reference_fault`)."""
 
@@ -53,14 +58,14 @@ def reference_fault(exc: BaseException, session: "Session") -> str | None:
     if isinstance(exc, (CandidateFailure, UnsupportedTest)):
         return None
     if isinstance(exc, ImportError):
-        return f"the test code cannot import what it needs: {type(exc).__name__}: {str(exc)[:200]}"
+        return f"the test code cannot import what it needs: {describe(exc)}"
     if isinstance(exc, NameError):
         name = getattr(exc, "name", None)
         if name in sys.stdlib_module_names:
             return f"the test code uses the module {name!r} without importing it"
         return None
     if session.next_id == 0:  # nothing from the candidate has reached the test code yet
-        return f"the test code raised {type(exc).__name__}: {str(exc)[:200]} before using the candidate"
+        return f"the test code raised {describe(exc)} before using the candidate"
     return None
 
 

@@ -124,11 +124,17 @@ class Sandbox:
         except (OSError, ProtocolError) as exc:
             message = {"error": str(exc)}
         if reader.buffer or not isinstance(message, dict) or message.get("started") is not True:
-            why = "did not start in time" if not ready else f"ended before starting (exit status {self.proc.poll()})"
+            why = "did not start in time" if not ready else f"ended before starting (exit status {self._status()})"
             said = self._stderr().strip()
             self.finish()
             raise SandboxError(f"the sandbox {why}" + (f": {said[-300:]}" if said else ""))
         self.started = True
+
+    def _status(self) -> int | None:
+        try:
+            return self.proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            return None
 
     def _stderr(self) -> str:
         if self.stderr_r < 0 or not select.select([self.stderr_r], [], [], 0.05)[0]:
@@ -226,25 +232,27 @@ class SandboxPool:
         self.closed = False
 
     def acquire(self) -> Sandbox:
-        """A started sandbox; SandboxError if two in a row fail to start."""
+        """A started sandbox: a warm one, or else a fresh one; SandboxError if the fresh one does not start."""
         with self.lock:
             sandbox = self.idle.pop(0) if self.idle else None
-        for attempt in range(2):
+        if sandbox is not None:
             try:
-                if sandbox is None:
-                    sandbox = Sandbox(self.isolation, self.limits)
-                sandbox.wait_started(time.monotonic() + START_TIMEOUT_S)
-                if sandbox.proc.poll() is None:
-                    break
-                sandbox.finish()
-                raise SandboxError("a started sandbox ended before it was given a candidate")
+                self._check_started(sandbox)
             except SandboxError as exc:
-                sandbox = None
-                if attempt:
-                    raise
                 logger.warning("code verifier: %s; starting another", exc)
+                sandbox = None
+        if sandbox is None:
+            sandbox = Sandbox(self.isolation, self.limits)
+            self._check_started(sandbox)
         self._refill()
         return sandbox
+
+    @staticmethod
+    def _check_started(sandbox: Sandbox) -> None:
+        sandbox.wait_started(time.monotonic() + START_TIMEOUT_S)
+        if sandbox.proc.poll() is not None:
+            sandbox.finish()
+            raise SandboxError("a started sandbox ended before it was given a candidate")
 
     def _refill(self) -> None:
         while not self.closed:

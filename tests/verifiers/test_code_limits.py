@@ -13,7 +13,7 @@ import time
 import pytest
 from code_verifier_helpers import make_code_verifier
 
-from trl_grpo_ext.verifiers.sandbox import FIRST_SANDBOX_UID, SANDBOX_UID_COUNT
+from trl_grpo_ext.verifiers.sandbox_uids import UIDS
 
 ADD_TESTS = "assert add(1, 2) == 3\nassert add(5, 7) == 12\n"
 TIMEOUT_S = 1.5
@@ -31,8 +31,10 @@ def verifier():
 
 
 def sandbox_uid_processes() -> list[int]:
-    """Live processes running as a sandbox uid: candidates (warm sandboxes still run as root until they get a job).
+    """Live processes running as a sandbox uid of this process: candidates (warm sandboxes still run as root until
+    they get a job). Other processes on the machine hold other uids, and their candidates are not ours to count.
     Zombies are left out: they run no code and only wait for the kernel to reap them, which lags under load."""
+    ours = UIDS.held()
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
@@ -41,7 +43,7 @@ def sandbox_uid_processes() -> list[int]:
             state = status.split("State:")[1].split()[0]
         except (OSError, IndexError, ValueError):
             continue
-        if FIRST_SANDBOX_UID <= uid < FIRST_SANDBOX_UID + SANDBOX_UID_COUNT and state != "Z":
+        if uid in ours and state != "Z":
             found.append(pid)
     return found
 
