@@ -1,6 +1,6 @@
 """`GRPOExtTrainer`: TRL's `GRPOTrainer` with selectable advantage and KL estimators.
 
-Three thin overrides, each delegating to stock for the rest (see docs/trl_hooks.md for the hook points):
+Thin overrides, each delegating to stock for the rest (docs/trl_hooks.md describes every hook point):
 
 - `_calculate_rewards` keeps the rewards TRL gathered across processes;
 - `_generate_and_score_completions` recomputes the advantages from those rewards with the selected estimator (after
@@ -15,6 +15,7 @@ With an adaptive coefficient (`kl_target`), `AdaptiveKLState` carries beta into 
 from __future__ import annotations
 
 import copy
+import logging
 from contextlib import contextmanager, nullcontext
 from unittest import mock
 
@@ -30,6 +31,8 @@ from trl.models.utils import disable_gradient_checkpointing
 from .advantages import advantage_metrics, compute_advantages
 from .config import GRPOExtConfig
 from .kl import kl_divergence
+
+logger = logging.getLogger(__name__)
 
 # Forward arguments that `_generate_and_score_completions` returns and `_get_per_token_logps_and_entropies` accepts.
 FORWARD_KEYS = (
@@ -109,8 +112,17 @@ class GRPOExtTrainer(GRPOTrainer):
         beta is training state like the optimizer's.
         """
         super()._load_callback_state()
+        if self.args.kl_target is None:
+            return
         saved = self.state.stateful_callbacks.get(AdaptiveKLState.__name__)
-        if self.args.kl_target is None or not saved:
+        if not saved:
+            logger.warning(
+                "The checkpoint was saved without an adaptive KL coefficient (kl_target was not set): beta starts "
+                "from its initial value %s.",
+                self.beta,
+            )
+            # transformers saves only the stateful callbacks the loaded state lists: give this one its slot.
+            self.state.stateful_callbacks[AdaptiveKLState.__name__] = self._adaptive_kl_state().state()
             return
         self.beta = float(saved["args"]["beta"])
         self._adaptive_kl_state().beta = self.beta

@@ -181,6 +181,21 @@ def test_adaptive_beta_is_saved_and_resumed(tiny_model_dir, tmp_path):
     assert resumed.beta == pytest.approx(full.beta, rel=1e-12)
 
 
+def test_adaptive_run_resumes_from_a_checkpoint_without_adaptive_beta(tiny_model_dir, tmp_path):
+    """A fixed-beta checkpoint resumed with kl_target: beta starts from its initial value and later saves work."""
+    fixed = dict(beta=0.1, max_steps=1, save_strategy="steps", save_steps=1)
+    train(GRPOExtTrainer, ext_config(tmp_path, **fixed), tiny_model_dir)
+    adaptive = ext_config(tmp_path, **{**fixed, "max_steps": 2, "kl_target": 1e6, "kl_horizon": 40})
+    resumed = GRPOExtTrainer(
+        model=tiny_model_dir, reward_funcs=[digit_reward], args=adaptive, train_dataset=prompt_dataset()
+    )
+    resumed.train(resume_from_checkpoint=str(tmp_path / "out" / "checkpoint-1"))
+    n = adaptive.per_device_train_batch_size * adaptive.gradient_accumulation_steps
+    assert resumed.beta == pytest.approx(0.1 * (1 - 0.2 * n / 40), rel=1e-12)
+    saved = json.loads((tmp_path / "out" / "checkpoint-2" / "trainer_state.json").read_text())
+    assert saved["stateful_callbacks"]["AdaptiveKLState"]["args"]["beta"] == resumed.beta
+
+
 def test_model_built_in_memory_gets_itself_as_reference(tmp_path):
     """Stock reloads the reference from model.config._name_or_path, which a model built in memory does not have."""
     model, tokenizer = build_tiny_model(seed=3)
