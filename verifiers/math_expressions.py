@@ -51,17 +51,14 @@ def expressions_equal(
         return False
     if pred == ref:
         return True
-    if pred.free_symbols != ref.free_symbols:
-        return False
-    if not pred.free_symbols:
+    if not (pred.free_symbols or ref.free_symbols):
         if pred.is_Rational and ref.is_Rational:
             tol = Tolerance()  # the extra tolerance never applies between two integers or fractions
         ref_exact = not ref.has(sympy.Float)
         pred_text = pred_text or _float_text(pred)
         ref_text = ref_text or _float_text(ref)
-        return _constants_equal(
-            rebuilt(exact(pred)), rebuilt(exact(ref)), tol, written_precision(pred_text, ref_text, ref_exact)
-        )
+        pred, ref = (_real_roots(rebuilt(exact(side))) for side in (pred, ref))
+        return _constants_equal(pred, ref, tol, written_precision(pred_text, ref_text, ref_exact))
     return _functions_equal(exact(pred), exact(ref))
 
 
@@ -69,6 +66,19 @@ def exact(expr: sympy.Basic) -> sympy.Basic:
     """Decimals inside a formula read as the exact numbers they write: `10\\sqrt{10.5}` is `10\\sqrt{21/2}`."""
     floats = expr.atoms(sympy.Float)
     return expr.xreplace({f: sympy.Rational(_float_text(f)) for f in floats}) if floats else expr
+
+
+def _real_roots(expr: sympy.Expr) -> sympy.Expr:
+    """Odd roots of negative numbers as a reader means them, real: `\\sqrt[3]{-8}` is -2 (sympy's principal root is
+    1 + 1.73i). Expressions with the imaginary unit keep sympy's principal roots."""
+    if expr.has(sympy.I):
+        return expr
+    odd_roots = {
+        node: (-1) ** node.exp.p * (-node.base) ** node.exp
+        for node in expr.atoms(sympy.Pow)
+        if node.base.is_negative and node.exp.is_Rational and not node.exp.is_Integer and node.exp.q % 2 == 1
+    }
+    return expr.xreplace(odd_roots) if odd_roots else expr
 
 
 def _float_text(expr: sympy.Basic) -> str | None:
@@ -113,7 +123,8 @@ def _tolerated(pred: sympy.Expr, ref: sympy.Expr, tol: Tolerance) -> bool:
 
 
 def _functions_equal(pred: sympy.Expr, ref: sympy.Expr) -> bool:
-    real = {s: sympy.Symbol(s.name, real=True) for s in pred.free_symbols if isinstance(s, sympy.Symbol)}
+    symbols = pred.free_symbols | ref.free_symbols
+    real = {s: sympy.Symbol(s.name, real=True) for s in symbols if isinstance(s, sympy.Symbol)}
     pred, ref = rebuilt(pred.xreplace(real)), rebuilt(ref.xreplace(real))  # sympy simplifies sqrt(x^2) to |x| here
     if pred == ref or pred - ref == 0:
         return True
@@ -131,10 +142,10 @@ def _agree_at_points(pred: sympy.Expr, ref: sympy.Expr) -> bool | None:
     agree at `AGREEING_POINTS` points or more; None when they cannot be evaluated."""
     agreeing = 0
     try:
-        for a, b in sample_values(pred, ref):
+        for a, b, scale in sample_values(pred, ref):
             if a is None and b is None:
                 continue
-            if a is None or b is None or not values_agree(a, b):
+            if a is None or b is None or not values_agree(a, b, scale):
                 return False
             agreeing += 1
     except _Unevaluable:
@@ -143,17 +154,20 @@ def _agree_at_points(pred: sympy.Expr, ref: sympy.Expr) -> bool | None:
 
 
 def sample_values(pred: sympy.Expr, ref: sympy.Expr):
-    """(pred value, ref value) at each of `POINTS` seeded points; None for a side undefined there."""
+    """(pred value, ref value, largest intermediate value) at each of `POINTS` seeded points; a value is None where
+    its side is undefined."""
     symbols = sorted(pred.free_symbols | ref.free_symbols, key=str)
     complex_mode = pred.has(sympy.I) or ref.has(sympy.I)
     evaluate = _complex_value if complex_mode else _real_value
     for point in _points(symbols):
-        yield tuple(_value_or_none(evaluate, side, point) for side in (pred, ref))
+        sizes = [0]
+        values = [_value_or_none(evaluate, side, point, sizes) for side in (pred, ref)]
+        yield values[0], values[1], max(sizes)
 
 
-def _value_or_none(evaluate, expr: sympy.Expr, point: dict) -> sympy.Expr | None:
+def _value_or_none(evaluate, expr: sympy.Expr, point: dict, sizes: list) -> sympy.Expr | None:
     try:
-        return evaluate(expr, point)
+        return evaluate(expr, point, sizes)
     except _Undefined:
         return None
     except _Unevaluable:
@@ -178,9 +192,10 @@ def _points(symbols: list[sympy.Symbol]) -> list[dict]:
     return [{s: column[i] for s, column in zip(symbols, columns)} for i in range(POINTS)]
 
 
-def values_agree(a: sympy.Expr, b: sympy.Expr) -> bool:
-    scale = max(sympy.Float(1), abs(a), abs(b))
-    return bool(abs(a - b) <= AGREEMENT * scale)
+def values_agree(a: sympy.Expr, b: sympy.Expr, scale: sympy.Float | int = 1) -> bool:
+    """Equal within `AGREEMENT`, relative to the largest of 1, |a|, |b| and `scale` (the largest intermediate value of
+    the evaluation: `\\cosh^2 x - \\sinh^2 x` at x = 30 cancels 26 digits, well within `DIGITS`)."""
+    return bool(abs(a - b) <= AGREEMENT * max(sympy.Float(1), abs(a), abs(b), scale))
 
 
 def _checked_real(value: sympy.Expr) -> sympy.Float:
@@ -197,8 +212,15 @@ def _checked_real(value: sympy.Expr) -> sympy.Float:
     return sympy.Float(real, DIGITS)
 
 
-def _real_value(expr: sympy.Expr, point: dict) -> sympy.Float:
-    """`expr` at `point`, evaluated bottom-up in real arithmetic (raises _Undefined outside the real domain)."""
+def _real_value(expr: sympy.Expr, point: dict, sizes: list) -> sympy.Float:
+    """`expr` at `point`, evaluated bottom-up in real arithmetic (raises _Undefined outside the real domain); the size
+    of every intermediate value is appended to `sizes`."""
+    value = _real_node(expr, point, sizes)
+    sizes.append(abs(value))
+    return value
+
+
+def _real_node(expr: sympy.Expr, point: dict, sizes: list) -> sympy.Float:
     if expr.is_Symbol:
         if expr in point:
             return point[expr]
@@ -207,7 +229,7 @@ def _real_value(expr: sympy.Expr, point: dict) -> sympy.Float:
         return _checked_real(expr)
     if not isinstance(expr, (sympy.Add, sympy.Mul, sympy.Pow, sympy.Function)) or getattr(expr, "bound_symbols", ()):
         return _checked_real(expr.xreplace(point))
-    args = [_real_value(arg, point) for arg in expr.args]
+    args = [_real_value(arg, point, sizes) for arg in expr.args]
     if isinstance(expr, sympy.Pow):
         return _real_power(expr.exp, *args)
     return _checked_real(expr.func(*args))
@@ -228,7 +250,8 @@ def _real_power(exponent: sympy.Expr, base: sympy.Float, power: sympy.Float) -> 
     raise _Undefined
 
 
-def _complex_value(expr: sympy.Expr, point: dict) -> sympy.Expr:
+def _complex_value(expr: sympy.Expr, point: dict, sizes: list) -> sympy.Expr:
+    """`expr` at `point` with sympy's principal branches (its evalf raises precision where terms cancel)."""
     value = expr.xreplace(point).evalf(DIGITS)
     if value.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
         raise _Undefined
@@ -260,7 +283,7 @@ def constant_ratio(a: sympy.Expr, b: sympy.Expr) -> float | None:
     """The constant c with a = c * b: the same ratio at every sampled point (simplification only when sampling fails)."""
     ratios = []
     try:
-        for va, vb in sample_values(a, b):
+        for va, vb, _ in sample_values(a, b):
             if va is None or vb is None or vb == 0 or not (va.is_real and vb.is_real):
                 continue
             ratios.append(va / vb)

@@ -84,12 +84,14 @@ def _fracs_and_roots(text: str) -> str:
 
 
 def _strip_punctuation(text: str) -> str:
-    """Trailing `.`, `,`, `\\.`, a lone `\\`, a leading `=`; an ellipsis (`1, 2, 3, ...`) is kept."""
+    """Trailing `.`, `,`, `!` (not a factorial), `\\.`, a lone `\\`, a leading `=`; an ellipsis (`1, 2, 3, ...`) is
+    kept."""
     previous = None
     while previous != text:
         previous = text
         text = text.strip()
-        if text[-1:] in (".", ",", ";", ":", "!", "?") and not text.endswith(".."):
+        factorial = re.search(r"[\d)}\]]!$", text) is not None  # `5!`, `(n+1)!`: a factorial, not an exclamation
+        if text[-1:] in (".", ",", ";", ":", "!", "?") and not text.endswith("..") and not factorial:
             text = text[:-1]
         text = re.sub(r"\\[.,]?$", "", text) if not text.endswith("\\\\") else text
         if text.startswith("="):

@@ -207,6 +207,8 @@ class MathVerifier(Verifier):
         if word_a is not None and word_b is not None:
             if len(word_a) == 1 or len(word_b) == 1:  # single letters: E (a choice) is not e (Euler's number)
                 return word_a == word_b
+            if word_a != word_b and sorted(word_a) == sorted(word_b) and len(word_a) <= 4:
+                return None  # `ab` and `ba` may be products of variables: sympy decides
             return word_a.lower() == word_b.lower()
         if (word_a is not None) != (word_b is not None) and (a is not None or b is not None):
             return False  # a word against a number
