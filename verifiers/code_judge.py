@@ -64,7 +64,7 @@ def reference_fault(exc: BaseException, session: "Session") -> str | None:
         if name in sys.stdlib_module_names:
             return f"the test code uses the module {name!r} without importing it"
         return None
-    if session.next_id == 0:  # nothing from the candidate has reached the test code yet
+    if not session.touched:  # nothing from the candidate has reached the test code yet
         return f"the test code raised {describe(exc)} before using the candidate"
     return None
 
@@ -77,18 +77,20 @@ class Session:
         self.replies = LineReader(reply_fd, MAX_MESSAGE_BYTES)
         self.next_id = 0
         self.gone = None
+        self.touched = False  # something the candidate provided reached the test code (see `reference_fault`)
 
     def read_message(self):
         try:
             message = self.replies.read_message()
-        except (ProtocolError, OSError) as exc:
-            message, self.gone = None, f"unreadable reply: {exc}"
+        except (ProtocolError, OSError, MemoryError, RecursionError) as exc:  # a reply too big for the judge
+            message, self.gone = None, f"unreadable reply: {describe(exc)}"
         if message is None:
             self.gone = self.gone or "the candidate sandbox ended"
             raise CandidateFailure(self.gone)
         return message
 
     def request(self, op: str, target: dict, **fields):
+        self.touched = True
         if self.gone:
             raise CandidateFailure(self.gone)
         self.next_id += 1
@@ -105,8 +107,8 @@ class Session:
             raise CandidateFailure(str(reply.get("error"))[:300])
         try:
             return reply, decode(reply.get("value"), self.make_handle)
-        except ProtocolError as exc:
-            raise CandidateFailure(f"reply is not plain data: {exc}") from None
+        except (ProtocolError, MemoryError, RecursionError) as exc:
+            raise CandidateFailure(f"reply is not plain data: {describe(exc)}") from None
 
     def make_handle(self, number: int, type_name: str):
         return RemoteObject(self, {"h": number}, type_name)
@@ -162,6 +164,7 @@ class RemoteObject:
         return iter(self._session.request("iter", self._target)[1])
 
     def _refuse(self, *_):
+        self._session.touched = True
         raise TypeError(f"a {self._type_name} from the candidate is not plain data and cannot be compared")
 
     __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __bool__ = __hash__ = __len__ = _refuse
@@ -240,6 +243,8 @@ def bind_candidate(session: Session, kinds: dict, referenced: set) -> dict:
             module = _stdlib_module(kind.split(":", 1)[1])
             if module is not None:
                 namespace[name] = module
+                if name not in sys.stdlib_module_names:
+                    session.touched = True  # the candidate chose what this name is: `import math as add`
         elif kind == "value":
             namespace[name] = session.request("get", {"name": name})[1]
     return namespace

@@ -73,6 +73,10 @@ CANDIDATE_FAULTS = {
         "r = add(1, 2)\nx = r[0]\nassert x == 3",
     ),
     "value_breaks_an_assert": ("def add(a, b):\n    return None\n", "assert add(1, 2)[0] == 3"),
+    # The candidate decides what `add` is; the test's TypeError then comes from the candidate, not the test.
+    "module_as_the_function": ("import math as add\n", ADD_TESTS),
+    "module_as_the_function_before_a_test_error": ("import math as add\n", "x = add(1, 2)\n" + ADD_TESTS),
+    "proxy_compared_before_any_call": ("def add(a, b):\n    return a + b\n", "assert len(add) == 1\n" + ADD_TESTS),
 }
 
 
