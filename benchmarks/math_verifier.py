@@ -7,6 +7,11 @@ case agrees when the verdict (score 1 = equal; 0 or None = not equal) matches `e
     python benchmarks/math_verifier.py            # summary
     python benchmarks/math_verifier.py -v         # also list every case where `math` disagrees with the label
     python benchmarks/math_verifier.py --rounds 5 # 5 fresh runs in a row: min, median and max of the ratios
+    python benchmarks/math_verifier.py --probes   # verdicts on the hand-written probes (math_probes.py), side by side
+
+`--probes` runs both graders on the probes of `math_probes.py` (wrong answers a policy could learn to give, and true
+identities; each with a careful human grader's verdict) and prints every probe's verdicts side by side, the count of
+correct verdicts per category, and the false positives (a wrong answer paid) and false negatives of each grader.
 
 Throughput is timed over whole passes of the set, the same number for both graders, after the same warm-up inputs
 (our workers' `WARM_UP_PAIRS` and `WARM_UP_LEAVES`; the run stops if any of them occurs in the data) and, for the
@@ -93,6 +98,50 @@ def run_accuracy_reward(cases: list[dict], passes: int) -> tuple[list[bool], lis
     return verdicts, seconds
 
 
+def run_probes() -> int:
+    """Both graders on the hand-written probes: verdicts side by side, then each grader's false positives and negatives."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))  # math_probes.py lies beside this script
+    from math_probes import CATEGORIES, PROBES
+    from trl.rewards import accuracy_reward
+
+    from trl_grpo_ext.verifiers import get_verifier
+
+    verifier = get_verifier("math", timeout_s=PER_ITEM_LIMIT_S)
+    ours = [
+        r.score == 1.0
+        for r in verifier.verify_batch([rf"\boxed{{{p.pred}}}" for p in PROBES], [p.ref for p in PROBES])
+    ]
+    verifier.close()
+    theirs = [
+        accuracy_reward([[{"role": "assistant", "content": rf"$\boxed{{{p.pred}}}$"}]], [f"${p.ref}$"])[0] == 1.0
+        for p in PROBES
+    ]
+
+    def mark(verdict: bool, expected: bool) -> str:
+        return ("equal" if verdict else "differ") + ("" if verdict == expected else " (WRONG)")
+
+    print(f"{'expected':<8} {'math':<15} {'math-verify':<15} prediction  |  reference")
+    for probe, mine, trl in zip(PROBES, ours, theirs):
+        print(
+            f"{'equal' if probe.equal else 'differ':<8} {mark(mine, probe.equal):<15} {mark(trl, probe.equal):<15} "
+            f"{probe.pred}  |  {probe.ref}"
+        )
+    print(f"\n{'category':<42} {'probes':>6} {'math':>6} {'math-verify':>12}")
+    for category in [*CATEGORIES, None]:
+        span = [i for i, p in enumerate(PROBES) if category in (None, p.category)]
+        right = sum(ours[i] == PROBES[i].equal for i in span)
+        right_trl = sum(theirs[i] == PROBES[i].equal for i in span)
+        print(f"{category or 'all':<42} {len(span):>6} {right:>6} {right_trl:>12}")
+    for name, verdicts in (("math", ours), ("math-verify", theirs)):
+        positives = [p for p, v in zip(PROBES, verdicts) if v and not p.equal]
+        negatives = [p for p, v in zip(PROBES, verdicts) if not v and p.equal]
+        print(f"\n{name}: {len(positives)} false positives (wrong answers paid), {len(negatives)} false negatives")
+        for kind, probes in (("false positive", positives), ("false negative", negatives)):
+            for p in probes:
+                print(f"  {kind}: {p.pred}  for  {p.ref}  ({p.category})")
+    return 0
+
+
 ROUND_MARKER = "round result: "
 
 
@@ -144,7 +193,12 @@ def main() -> int:
         default=1,
         help="repeat the whole measurement in this many fresh interpreters (each pass 1 is cold) and summarise",
     )
+    parser.add_argument(
+        "--probes", action="store_true", help="compare both graders on the hand-written probes instead of the pairs"
+    )
     args = parser.parse_args()
+    if args.probes:
+        return run_probes()
     if args.rounds > 1:
         forwarded = ["--passes", str(args.passes)] + (["--workers", str(args.workers)] if args.workers else [])
         return run_rounds(args.rounds, forwarded + ["--skip-trl"] * args.skip_trl + ["-v"] * args.verbose)
