@@ -51,6 +51,7 @@ def expressions_equal(
         return False
     if pred == ref:
         return True
+    pred, ref = _done(pred), _done(ref)
     if not (pred.free_symbols or ref.free_symbols):
         if pred.is_Rational and ref.is_Rational:
             tol = Tolerance()  # the extra tolerance never applies between two integers or fractions
@@ -60,6 +61,20 @@ def expressions_equal(
         pred, ref = (_real_roots(rebuilt(exact(side))) for side in (pred, ref))
         return _constants_equal(pred, ref, tol, written_precision(pred_text, ref_text, ref_exact))
     return _functions_equal(exact(pred), exact(ref))
+
+
+UNEVALUATED = (sympy.Sum, sympy.Product, sympy.Limit, sympy.Integral, sympy.Derivative)
+
+
+def _done(expr: sympy.Expr) -> sympy.Expr:
+    """Sums, products, limits, integrals and derivatives worked out (`\\sum_{k=0}^{n} k` is `n^2/2 + n/2`), so that
+    they can be compared exactly and evaluated at points; left as written where sympy cannot."""
+    if not expr.has(*UNEVALUATED):
+        return expr
+    try:
+        return expr.doit()
+    except Exception:  # sympy raises many types on exotic input
+        return expr
 
 
 def exact(expr: sympy.Basic) -> sympy.Basic:

@@ -302,3 +302,33 @@ def test_every_warm_up_input_parses_and_every_warm_up_pair_is_equal():
         latex_to_sympy(latex)  # raises on a shape the installed parser rejects
     for pred, ref in WARM_UP_PAIRS:
         assert compare_task([(pred, ref)], 1e-4, 1e-12) == (True, "symbolic"), (pred, ref)
+
+
+def test_points_cover_every_sign_and_scale_for_each_variable_and_are_seeded():
+    import sympy
+
+    from trl_grpo_ext.verifiers.math_expressions import _points
+
+    x, y = sympy.symbols("x y")
+    points = _points([x, y])
+    assert points == _points([x, y])
+    for symbol in (x, y):
+        values = [float(p[symbol]) for p in points]
+        assert any(v < -1 for v in values) and any(-1 < v < -0.05 for v in values)
+        assert any(0 < v < 0.06 for v in values) and any(v > 5 for v in values)
+    assert len({(float(p[x]) > 0, float(p[y]) > 0) for p in points}) >= 3  # the variables vary jointly
+
+
+@pytest.mark.parametrize(
+    "pred, ref, same",
+    [
+        ("x + 10^{-8}", "x", False),  # evaluated at 40 digits: a 1e-8 difference shows at every scale
+        (r"\cosh^2 x - \sinh^2 x", "1", True),  # 26 digits cancel at x = 30, within the working precision
+        (r"\sqrt[3]{x^3}", "x", True),  # odd roots of negatives are real
+        (r"\ln(x^2)", r"2\ln x", False),  # 2 ln x is undefined for x < 0: the domains differ, so do the answers
+        (r"2\ln x", r"2\ln|x|", False),
+        (r"\frac{x^2-4}{x-2}", "x+2", True),  # a removable point is never drawn
+    ],
+)
+def test_real_domain_sampling(pred, ref, same):
+    assert equal(pred, ref) is same
