@@ -6,7 +6,7 @@ killed by uid. Each slow program counts the processes its limit lets it start an
 its own sandbox's; a uid shared with the other process would lower the count, and the other process's kill-by-uid
 would end it before its verdict.
 
-Run as a script, this file is one of the two processes: `python test_sandbox_uids.py slow|fast STOP_FILE`.
+Run as a script, this file is one of the two processes: `python test_sandbox_uids.py slow|fast STOP_FILE ISOLATION`.
 """
 
 from __future__ import annotations
@@ -59,11 +59,11 @@ def forks():
 """
 
 
-def worker(role: str, stop_file: str) -> None:
+def worker(role: str, stop_file: str, isolation: str) -> None:
     from trl_grpo_ext.verifiers import get_verifier
     from trl_grpo_ext.verifiers.sandbox_uids import UIDS
 
-    verifier = get_verifier("code", timeout_s=8, max_processes=MAX_PROCESSES, workers=2)
+    verifier = get_verifier("code", timeout_s=8, max_processes=MAX_PROCESSES, workers=2, isolation=isolation)
     scores = []
     if role == "slow":
         results = verifier.verify_batch([SLOW_PROGRAM] * SLOW_ITEMS, [SLOW_TEST] * SLOW_ITEMS)
@@ -83,14 +83,18 @@ def needs_root():
         pytest.skip("dedicated sandbox uids are used only when the verifier runs as root")
 
 
-def test_two_processes_keep_their_own_uids_and_process_limits(tmp_path):
+@pytest.mark.parametrize("isolation", ["auto", "rlimits"])
+def test_two_processes_keep_their_own_uids_and_process_limits(tmp_path, isolation):
     needs_root()
     stop = tmp_path / "slow_done"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     start = time.monotonic()
     procs = {
         role: subprocess.Popen(
-            [sys.executable, __file__, role, str(stop)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env
+            [sys.executable, __file__, role, str(stop), isolation],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
         )
         for role in ("fast", "slow")
     }
@@ -162,4 +166,4 @@ def test_import_reads_no_password_database():
 
 
 if __name__ == "__main__":
-    worker(*sys.argv[1:3])
+    worker(*sys.argv[1:4])
