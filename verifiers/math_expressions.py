@@ -1,42 +1,28 @@
 """Whether two sympy values (numbers, expressions, matrices) are equal; used for leaves and for relations.
 
-- Numbers follow `math_numbers`: exact numbers exactly (an exact difference, or one evaluated at `DIGITS` digits that
-  is not zero), decimals at the precision they are written to.
-- Expressions: symbols are real. The difference is first simplified the cheap way (sympy's evaluation on
-  construction); then both sides are evaluated at seeded random points over the whole real line (negative and
-  positive, near 0, below and above 1 in size, every variable at once) with `DIGITS`-digit arithmetic, each in its
-  real domain: a square root of a negative, a logarithm of a non-positive number, a division by 0 leave the domain,
-  while odd roots of negatives stay real (`\\sqrt[3]{-8}` is -2, as a reader means it). Where both sides are defined
-  they must agree; a point where one side is defined and the other is not is a different answer (`2\\ln x` is not
-  `2\\ln|x|`), and isolated points (the hole of `(x^2-1)/(x-1)`) are never drawn. `sympy.simplify` decides only when
-  no point can be evaluated. Expressions with the imaginary unit are evaluated with sympy's principal branches.
+- Numbers follow `math_numbers`: exact numbers exactly (an exact difference, or one evaluated by sympy at `DIGITS`
+  digits that is not zero), decimals at the precision they are written to.
+- Expressions: symbols are real. The cheap symbolic proof comes first (the difference, rebuilt with real symbols,
+  is 0 on construction); then both sides are evaluated at the points of `math_points`, each in its real domain. Where
+  both are defined they must agree; a point where one side is defined and the other is not is a different answer
+  (`2\\ln x` is not `2\\ln|x|`), and isolated points (the hole of `(x^2-1)/(x-1)`) are never drawn.
+  `sympy.simplify` decides only when no point can be evaluated.
 """
 
 from __future__ import annotations
 
-import random
 from fractions import Fraction
 
+import mpmath
 import sympy
 from sympy import MatrixBase
 from sympy.core.evalf import PrecisionExhausted
 
 from .math_numbers import Tolerance, written_precision
+from .math_points import DIGITS, Unevaluable, sample_values, values_agree
 
-DIGITS = 40  # working precision of every numeric evaluation, in decimal digits
-AGREEMENT = sympy.Float("1e-25", DIGITS)  # two values agree within this, relative to max(1, |a|, |b|)
 MAX_CANCELLATION_DIGITS = 400  # an exact difference indistinguishable from 0 at this many digits counts as 0
-POINTS = 10  # evaluation points per comparison
 AGREEING_POINTS = 4  # points inside the common domain needed for a verdict "equal"
-SCALES = [(0.001, 0.05), (0.1, 0.95), (1.1, 4.0), (5.0, 30.0)]  # near 0, below 1, above 1, large
-
-
-class _Undefined(Exception):
-    """The point is outside the expression's real domain."""
-
-
-class _Unevaluable(Exception):
-    """The expression has no numeric value at any point (an undefined function `f(x)`, an unevaluated sum)."""
 
 
 def expressions_equal(
@@ -163,116 +149,9 @@ def _agree_at_points(pred: sympy.Expr, ref: sympy.Expr) -> bool | None:
             if a is None or b is None or not values_agree(a, b, scale):
                 return False
             agreeing += 1
-    except _Unevaluable:
+    except Unevaluable:
         return None
     return True if agreeing >= AGREEING_POINTS else None
-
-
-def sample_values(pred: sympy.Expr, ref: sympy.Expr):
-    """(pred value, ref value, largest intermediate value) at each of `POINTS` seeded points; a value is None where
-    its side is undefined."""
-    symbols = sorted(pred.free_symbols | ref.free_symbols, key=str)
-    complex_mode = pred.has(sympy.I) or ref.has(sympy.I)
-    evaluate = _complex_value if complex_mode else _real_value
-    for point in _points(symbols):
-        sizes = [0]
-        values = [_value_or_none(evaluate, side, point, sizes) for side in (pred, ref)]
-        yield values[0], values[1], max(sizes)
-
-
-def _value_or_none(evaluate, expr: sympy.Expr, point: dict, sizes: list) -> sympy.Expr | None:
-    try:
-        return evaluate(expr, point, sizes)
-    except _Undefined:
-        return None
-    except _Unevaluable:
-        raise
-    except (ArithmeticError, TypeError, ValueError, RecursionError):
-        return None
-
-
-def _points(symbols: list[sympy.Symbol]) -> list[dict]:
-    """`POINTS` points; each variable takes every sign and scale of `SCALES` in a shuffled order, so the variables
-    meet in varied combinations. Seeded: the same answer gets the same verdict."""
-    rng = random.Random(0)
-    columns = []
-    for _ in symbols:
-        kinds = [(sign, scale) for sign in (-1, 1) for scale in SCALES]
-        rng.shuffle(kinds)
-        column = []
-        for i in range(POINTS):
-            sign, (low, high) = kinds[i % len(kinds)]
-            column.append(sympy.Float(sign * sympy.Rational(round(rng.uniform(low, high) * 10**6), 10**6), DIGITS))
-        columns.append(column)
-    return [{s: column[i] for s, column in zip(symbols, columns)} for i in range(POINTS)]
-
-
-def values_agree(a: sympy.Expr, b: sympy.Expr, scale: sympy.Float | int = 1) -> bool:
-    """Equal within `AGREEMENT`, relative to the largest of 1, |a|, |b| and `scale` (the largest intermediate value of
-    the evaluation: `\\cosh^2 x - \\sinh^2 x` at x = 30 cancels 26 digits, well within `DIGITS`)."""
-    return bool(abs(a - b) <= AGREEMENT * max(sympy.Float(1), abs(a), abs(b), scale))
-
-
-def _checked_real(value: sympy.Expr) -> sympy.Float:
-    if value.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
-        raise _Undefined
-    if not value.is_number:
-        raise _Unevaluable
-    value = value.evalf(DIGITS)
-    real, imag = value.as_real_imag()
-    if imag != 0:
-        raise _Undefined  # not real: outside the real domain
-    if not real.is_Float and not real.is_Rational:
-        raise _Unevaluable
-    return sympy.Float(real, DIGITS)
-
-
-def _real_value(expr: sympy.Expr, point: dict, sizes: list) -> sympy.Float:
-    """`expr` at `point`, evaluated bottom-up in real arithmetic (raises _Undefined outside the real domain); the size
-    of every intermediate value is appended to `sizes`."""
-    value = _real_node(expr, point, sizes)
-    sizes.append(abs(value))
-    return value
-
-
-def _real_node(expr: sympy.Expr, point: dict, sizes: list) -> sympy.Float:
-    if expr.is_Symbol:
-        if expr in point:
-            return point[expr]
-        raise _Unevaluable
-    if not expr.free_symbols:
-        return _checked_real(expr)
-    if not isinstance(expr, (sympy.Add, sympy.Mul, sympy.Pow, sympy.Function)) or getattr(expr, "bound_symbols", ()):
-        return _checked_real(expr.xreplace(point))
-    args = [_real_value(arg, point, sizes) for arg in expr.args]
-    if isinstance(expr, sympy.Pow):
-        return _real_power(expr.exp, *args)
-    return _checked_real(expr.func(*args))
-
-
-def _real_power(exponent: sympy.Expr, base: sympy.Float, power: sympy.Float) -> sympy.Float:
-    """Powers as a reader means them: odd roots of negatives are real, even roots of negatives are undefined."""
-    if base == 0:
-        if power > 0:
-            return sympy.Float(0, DIGITS)
-        raise _Undefined
-    if base > 0:
-        return _checked_real(base**power)
-    if power == int(power):
-        return _checked_real(base ** int(power))
-    if exponent.is_Rational and exponent.q % 2 == 1:
-        return _checked_real((-1) ** exponent.p * (-base) ** power)
-    raise _Undefined
-
-
-def _complex_value(expr: sympy.Expr, point: dict, sizes: list) -> sympy.Expr:
-    """`expr` at `point` with sympy's principal branches (its evalf raises precision where terms cancel)."""
-    value = expr.xreplace(point).evalf(DIGITS)
-    if value.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
-        raise _Undefined
-    if not value.is_number:
-        raise _Unevaluable
-    return value
 
 
 def _undefined(expr: sympy.Expr) -> bool:
@@ -299,10 +178,10 @@ def constant_ratio(a: sympy.Expr, b: sympy.Expr) -> float | None:
     ratios = []
     try:
         for va, vb, _ in sample_values(a, b):
-            if va is None or vb is None or vb == 0 or not (va.is_real and vb.is_real):
+            if not (isinstance(va, mpmath.mpf) and isinstance(vb, mpmath.mpf)) or vb == 0:
                 continue
             ratios.append(va / vb)
-    except _Unevaluable:
+    except Unevaluable:
         ratios = []
     if len(ratios) >= AGREEING_POINTS - 1:
         return float(ratios[0]) if all(values_agree(r, ratios[0]) for r in ratios) else None

@@ -307,7 +307,7 @@ def test_every_warm_up_input_parses_and_every_warm_up_pair_is_equal():
 def test_points_cover_every_sign_and_scale_for_each_variable_and_are_seeded():
     import sympy
 
-    from trl_grpo_ext.verifiers.math_expressions import _points
+    from trl_grpo_ext.verifiers.math_points import points as _points
 
     x, y = sympy.symbols("x y")
     points = _points([x, y])

@@ -1,0 +1,218 @@
+"""Values of two expressions at seeded random points over the whole real line, in `DIGITS`-digit arithmetic.
+
+Every variable takes every sign and scale of `SCALES` (near 0, below 1, above 1, large) once in `POINTS` points, in
+a shuffled order per variable, so the variables also meet in varied combinations. Each side is evaluated bottom-up
+in its real domain with mpmath: an even root of a negative number, a logarithm of a non-positive one, a division by 0,
+`\\arcsin 2` are outside it, while odd roots of negatives are real (`\\sqrt[3]{-8}` is -2, as a reader means it).
+Expressions with the imaginary unit are evaluated by sympy with its principal branches instead.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterator
+
+import mpmath
+import sympy
+
+DIGITS = 40  # working precision of every evaluation, in decimal digits
+PRECISION_BITS = int(DIGITS * 3.33) + 8
+AGREEMENT = mpmath.mpf("1e-25")  # two values agree within this, relative to max(1, |a|, |b|, largest intermediate)
+POINTS = 8
+SCALES = [(0.001, 0.05), (0.1, 0.95), (1.1, 4.0), (5.0, 30.0)]  # near 0, below 1, above 1, large
+
+
+class Undefined(Exception):
+    """The point is outside the expression's (real) domain."""
+
+
+class Unevaluable(Exception):
+    """The expression has no numeric value at the point (an undefined function `f(x)`, an unevaluated sum)."""
+
+
+Sample = tuple[mpmath.mpf | mpmath.mpc | None, mpmath.mpf | mpmath.mpc | None, mpmath.mpf]
+
+
+def sample_values(pred: sympy.Expr, ref: sympy.Expr) -> Iterator[Sample]:
+    """(pred value, ref value, largest intermediate value) at each point; a value is None where its side is undefined.
+    Raises Unevaluable when a side cannot be evaluated at all."""
+    symbols = sorted(pred.free_symbols | ref.free_symbols, key=str)
+    complex_mode = pred.has(sympy.I) or ref.has(sympy.I)
+    constants: dict = {}
+    with mpmath.workdps(DIGITS):
+        for point in points(symbols):
+            sizes = [mpmath.mpf(0)]
+            values = [_value_or_none(side, point, sizes, constants, complex_mode) for side in (pred, ref)]
+            yield values[0], values[1], max(sizes)
+
+
+def values_agree(a: mpmath.mpf | mpmath.mpc, b: mpmath.mpf | mpmath.mpc, scale: mpmath.mpf = 1) -> bool:
+    """Equal within `AGREEMENT`, relative to the largest of 1, |a|, |b| and `scale` (the largest intermediate value of
+    the evaluation: `\\cosh^2 x - \\sinh^2 x` at x = 30 cancels 26 digits, well within `DIGITS`)."""
+    with mpmath.workdps(DIGITS):
+        return bool(abs(a - b) <= AGREEMENT * max(1, abs(a), abs(b), scale))
+
+
+def points(symbols: list[sympy.Symbol]) -> list[dict]:
+    """`POINTS` points, seeded: the same answer always gets the same verdict."""
+    rng = random.Random(0)
+    columns = []
+    for _ in symbols:
+        kinds = [(sign, scale) for sign in (-1, 1) for scale in SCALES]
+        rng.shuffle(kinds)
+        column = []
+        for i in range(POINTS):
+            sign, (low, high) = kinds[i % len(kinds)]
+            column.append(mpmath.mpf(sign * round(rng.uniform(low, high) * 10**6)) / 10**6)
+        columns.append(column)
+    return [{s: column[i] for s, column in zip(symbols, columns)} for i in range(POINTS)]
+
+
+def _value_or_none(expr: sympy.Expr, point: dict, sizes: list, constants: dict, complex_mode: bool):
+    try:
+        return _complex_value(expr, point) if complex_mode else _real_value(expr, point, sizes, constants)
+    except Undefined:
+        return None
+    except Unevaluable:
+        raise
+    except (ArithmeticError, TypeError, ValueError, RecursionError):
+        return None
+
+
+def _to_mpmath(value: sympy.Expr) -> mpmath.mpf | mpmath.mpc:
+    """A numeric sympy value at `DIGITS` digits, as mpmath; Undefined for infinities and nan."""
+    if value.has(sympy.zoo, sympy.nan, sympy.oo, -sympy.oo):
+        raise Undefined
+    if not value.is_number:
+        raise Unevaluable
+    try:
+        number = value.evalf(DIGITS)._to_mpmath(PRECISION_BITS)
+    except (TypeError, ValueError, AttributeError):
+        raise Unevaluable from None
+    if not mpmath.isfinite(number):
+        raise Undefined
+    return number
+
+
+def _real(number: mpmath.mpf | mpmath.mpc) -> mpmath.mpf:
+    if isinstance(number, mpmath.mpc):
+        if number.imag != 0:
+            raise Undefined  # not real: outside the real domain
+        number = number.real
+    if not mpmath.isfinite(number):
+        raise Undefined
+    return number
+
+
+def _real_value(expr: sympy.Expr, point: dict, sizes: list, constants: dict) -> mpmath.mpf:
+    """`expr` at `point` in real arithmetic; the size of every intermediate value goes to `sizes`, and the values of
+    constant subexpressions are kept in `constants` for the next points."""
+    if expr.is_Symbol:
+        if expr in point:
+            return point[expr]
+        raise Unevaluable
+    if not expr.free_symbols:
+        if expr not in constants:
+            try:
+                constants[expr] = _real(_to_mpmath(expr))
+            except Undefined:
+                constants[expr] = None
+        value = constants[expr]
+        if value is None:
+            raise Undefined
+    elif isinstance(expr, (sympy.Add, sympy.Mul, sympy.Pow)) or type(expr) in REAL_FUNCTIONS:
+        args = [_real_value(arg, point, sizes, constants) for arg in expr.args]
+        if isinstance(expr, sympy.Add):
+            value = mpmath.fsum(args)
+        elif isinstance(expr, sympy.Mul):
+            value = mpmath.fprod(args)
+        elif isinstance(expr, sympy.Pow):
+            value = _real_power(expr.exp, *args)
+        else:
+            value = _real(REAL_FUNCTIONS[type(expr)](*args))
+    else:  # anything else (a sum, an integral, a special function): sympy evaluates the node at the point
+        numbers = {s: sympy.Float(v, DIGITS) for s, v in point.items()}
+        value = _real(_to_mpmath(expr.xreplace(numbers)))
+    sizes.append(abs(value))
+    return value
+
+
+def _real_power(exponent: sympy.Expr, base: mpmath.mpf, power: mpmath.mpf) -> mpmath.mpf:
+    """Powers as a reader means them: odd roots of negatives are real, even roots of negatives are undefined."""
+    if base == 0:
+        if power > 0:
+            return mpmath.mpf(0)
+        raise Undefined
+    if base > 0:
+        return _real(mpmath.power(base, power))
+    if power == int(power):
+        return _real(mpmath.power(base, int(power)))
+    if exponent.is_Rational and exponent.q % 2 == 1:
+        return (-1) ** int(exponent.p) * _real(mpmath.power(-base, power))
+    raise Undefined
+
+
+def _positive(function: Callable) -> Callable:
+    def restricted(value):
+        if value <= 0:
+            raise Undefined
+        return function(value)
+
+    return restricted
+
+
+def _within_one(function: Callable) -> Callable:
+    def restricted(value):
+        if abs(value) > 1:
+            raise Undefined
+        return function(value)
+
+    return restricted
+
+
+def _nonzero(function: Callable) -> Callable:
+    def restricted(value):
+        result = function(value)
+        if not mpmath.isfinite(result):
+            raise Undefined
+        return result
+
+    return restricted
+
+
+def _gamma(value):
+    if value <= 0 and value == int(value):
+        raise Undefined
+    return mpmath.gamma(value)
+
+
+REAL_FUNCTIONS: dict[type, Callable] = {
+    sympy.sin: mpmath.sin,
+    sympy.cos: mpmath.cos,
+    sympy.tan: _nonzero(mpmath.tan),
+    sympy.cot: _nonzero(mpmath.cot),
+    sympy.sec: _nonzero(mpmath.sec),
+    sympy.csc: _nonzero(mpmath.csc),
+    sympy.asin: _within_one(mpmath.asin),
+    sympy.acos: _within_one(mpmath.acos),
+    sympy.atan: mpmath.atan,
+    sympy.sinh: mpmath.sinh,
+    sympy.cosh: mpmath.cosh,
+    sympy.tanh: mpmath.tanh,
+    sympy.asinh: mpmath.asinh,
+    sympy.exp: mpmath.exp,
+    sympy.log: _positive(mpmath.log),
+    sympy.Abs: abs,
+    sympy.sign: mpmath.sign,
+    sympy.floor: mpmath.floor,
+    sympy.ceiling: mpmath.ceil,
+    sympy.Min: min,
+    sympy.Max: max,
+    sympy.gamma: _gamma,
+    sympy.factorial: lambda value: _gamma(value + 1),
+}
+
+
+def _complex_value(expr: sympy.Expr, point: dict) -> mpmath.mpf | mpmath.mpc:
+    """`expr` at `point` with sympy's principal branches (its evalf raises precision where terms cancel)."""
+    return _to_mpmath(expr.xreplace({s: sympy.Float(v, DIGITS) for s, v in point.items()}))
