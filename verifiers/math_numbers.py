@@ -3,7 +3,7 @@ so the verifier's fast path in the caller's process and the sympy comparison in 
 
 - An exact number (integer of any size, fraction, and in `math_expressions` surds and expressions in pi or e) is
   compared exactly: `2.0001` is not `2`, `10^{20}+1` is not `10^{20}`, `2^{-60}` is not `0`.
-- A reference written as a decimal (`0.33`, `2.50`, `1.5e-3`) accepts whatever lies within half a unit of its last
+- A reference written as a decimal (`0.33`, `2.50`, `1.5e-3`, `6.02 \\times 10^{23}`; with a decimal point) accepts whatever lies within half a unit of its last
   written digit: `0.33` accepts `1/3`, `0.333` and `0.325`, not `0.3` or `0.336`; `2.50` accepts [2.495, 2.505].
 - A decimal prediction for an exact reference is accepted only when it is that reference correctly rounded at the
   prediction's last digit and carries at least `MIN_SIGNIFICANT_DIGITS` significant digits: `0.3333` or `0.33333`
@@ -36,22 +36,33 @@ class Tolerance:
         return abs(Fraction(a) - Fraction(b)) <= bound
 
 
-def is_decimal_text(text: str) -> bool:
-    """A plain number written with a decimal point or an exponent (`0.5`, `.5`, `5.`, `1e-7`)."""
+SCIENTIFIC = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+))(?:\\times|\\cdot|\*)10\^(?:\{([+-]?\d+)\}|(\d))")
+
+
+def _plain(text: str) -> str:
+    """`6.02 \\times 10^{23}` as `6.02e23`; other text without spaces."""
     text = text.replace(" ", "")
-    return bool(re.search(r"[.eE]", text) and DECIMAL_TEXT.fullmatch(text) and re.search(r"\d", text))
+    match = SCIENTIFIC.fullmatch(text)
+    return f"{match.group(1)}e{match.group(2) or match.group(3)}" if match else text
+
+
+def is_decimal_text(text: str) -> bool:
+    """A plain number written with a decimal point, alone or with an exponent (`0.5`, `.5`, `5.`, `1.0e-7`,
+    `6.02 \\times 10^{23}`). Without a point it is exact: `1e-7` and `3 \\times 10^5` are 10^-7 and 300000."""
+    text = _plain(text)
+    return bool("." in text and DECIMAL_TEXT.fullmatch(text) and re.search(r"\d", text))
 
 
 def half_unit(text: str) -> Fraction:
     """Half a unit of the last written digit of a decimal: `0.33` -> 0.005, `2.50` -> 0.005, `1.5e-3` -> 0.00005."""
-    match = DECIMAL_TEXT.fullmatch(text.replace(" ", ""))
+    match = DECIMAL_TEXT.fullmatch(_plain(text))
     places = len(match.group(2)) - int(match.group(3) or 0)
     return Fraction(1, 2) * Fraction(10) ** -places
 
 
 def significant_digits(text: str) -> int:
     """Digits of a decimal from its first non-zero one: `0.0833` -> 3, `2.50` -> 3, `1000.0` -> 5."""
-    match = DECIMAL_TEXT.fullmatch(text.replace(" ", ""))
+    match = DECIMAL_TEXT.fullmatch(_plain(text))
     return len((match.group(1) + match.group(2)).lstrip("0"))
 
 
@@ -69,7 +80,7 @@ def plain_numbers_equal(pred: Fraction, ref: Fraction, pred_text: str, ref_text:
     """Two plain numbers (`plain_number` values with their texts): the rules of this module, in exact arithmetic."""
     if pred == ref:
         return True
-    if (is_decimal_text(pred_text) or is_decimal_text(ref_text)) and tol.accepts(pred, ref):
+    if re.search(r"[.eE]", pred_text + ref_text) and tol.accepts(pred, ref):
         return True  # the extra tolerance never applies between two integers or fractions
     bound = written_precision(pred_text, ref_text, ref_exact=True)
     return bound is not None and abs(pred - ref) <= bound

@@ -21,7 +21,8 @@ from trl_grpo_ext.verifiers.math_numbers import (
         ("0.33", Fraction(5, 1000), 2),
         ("2.50", Fraction(5, 1000), 3),
         ("1.5e-3", Fraction(5, 100000), 2),
-        ("1e-7", Fraction(5, 10**8), 1),
+        ("1.0e-7", Fraction(5, 10**9), 2),
+        (r"6.02 \times 10^{23}", Fraction(5 * 10**20), 3),
         (".5", Fraction(5, 100), 1),
         ("1000.0", Fraction(5, 100), 5),
         ("-0.0833", Fraction(5, 100000), 3),
@@ -33,7 +34,7 @@ def test_half_unit_of_the_last_written_digit(text, half, digits):
     assert significant_digits(text) == digits
 
 
-@pytest.mark.parametrize("text", ["12", "-7", r"\frac{1}{2}", "1/2", "x", ""])
+@pytest.mark.parametrize("text", ["12", "-7", r"\frac{1}{2}", "1/2", "x", "", "1e-7", r"3 \times 10^5"])
 def test_integers_and_fractions_are_not_decimals(text):
     assert not is_decimal_text(text)
 
@@ -60,7 +61,8 @@ def test_written_precision_comes_from_a_decimal_reference_or_a_precise_decimal_p
         ("0.3334", "1/3", False),
         ("0.6666", "2/3", False),  # truncated, not rounded
         ("1e-7", "2e-7", False),
-        ("1.4e-7", "1e-7", True),
+        ("1.4e-7", "1e-7", False),  # without a decimal point, 1e-7 is exactly 10^-7
+        ("1.04e-7", "1.0e-7", True),
         ("123456789012345678901234567891", "123456789012345678901234567890", False),
     ],
 )
