@@ -53,6 +53,7 @@ _TABLE: dict[str, list[tuple[str, str, bool]]] = {
         (r"\sqrt{(x-2)^2}", "x-2", F),
         (r"\lfloor x \rfloor", "x", F),
         ("|x|^{1/2}", r"\sqrt{x}", F),
+        (r"\min(x, 100)", "x", F),
     ],
     "domains: roots, logarithms, division": [
         (r"\ln(x^2)", r"2\ln x", F),
@@ -173,6 +174,7 @@ _TABLE: dict[str, list[tuple[str, str, bool]]] = {
         ("0.00000001", "0", F),
         ("e^{-50}", "0", F),
         ("x^2+10^{-10}x", "x^2", F),
+        ("x+10^{-20}", "x", F),
     ],
     "interval ends and inequality strictness": [
         ("[0,1)", "[0,1]", F),

@@ -1,7 +1,7 @@
 """Values of two expressions at seeded random points over the whole real line, in `DIGITS`-digit arithmetic.
 
-Every variable takes every sign and scale of `SCALES` (near 0, below 1, above 1, large) once in `POINTS` points, in
-a shuffled order per variable, so the variables also meet in varied combinations. Each side is evaluated bottom-up
+Every variable takes every sign and scale of `SCALES` (near 0, below 1, above 1, large, very large) once in `POINTS`
+points, in a shuffled order per variable, so the variables also meet in varied combinations. Each side is evaluated bottom-up
 in its real domain with mpmath: an even root of a negative number, a logarithm of a non-positive one, a division by 0,
 `\\arcsin 2` are outside it, while odd roots of negatives are real (`\\sqrt[3]{-8}` is -2, as a reader means it).
 Expressions with the imaginary unit are evaluated by sympy with its principal branches instead.
@@ -17,9 +17,9 @@ import sympy
 
 DIGITS = 40  # working precision of every evaluation, in decimal digits
 PRECISION_BITS = int(DIGITS * 3.33) + 8
-AGREEMENT = mpmath.mpf("1e-25")  # two values agree within this, relative to max(1, |a|, |b|, largest intermediate)
-POINTS = 8
-SCALES = [(0.001, 0.05), (0.1, 0.95), (1.1, 4.0), (5.0, 30.0)]  # near 0, below 1, above 1, large
+AGREEMENT = mpmath.mpf("1e-30")  # two values agree within this, relative to max(1, |a|, |b|, largest intermediate)
+SCALES = [(0.001, 0.05), (0.1, 0.95), (1.1, 4.0), (5.0, 30.0), (40.0, 2000.0)]  # near 0, below 1, above 1, large
+POINTS = 2 * len(SCALES)  # each sign and scale once per variable
 
 
 class Undefined(Exception):
