@@ -235,16 +235,22 @@ class SandboxPool:
         """A started sandbox: a warm one, or else a fresh one; SandboxError if the fresh one does not start."""
         with self.lock:
             sandbox = self.idle.pop(0) if self.idle else None
-        if sandbox is not None:
-            try:
-                self._check_started(sandbox)
-            except SandboxError as exc:
-                logger.warning("code verifier: %s; starting another", exc)
-                sandbox = None
-        if sandbox is None:
+        fresh = sandbox is None
+        if fresh:
+            sandbox = Sandbox(self.isolation, self.limits)
+        try:
+            self._refill()  # the next ones boot while this one is used
+        except BaseException:
+            sandbox.finish()
+            raise
+        try:
+            self._check_started(sandbox)  # finishes the sandbox if it failed
+        except SandboxError as exc:
+            if fresh:
+                raise
+            logger.warning("code verifier: %s; starting another", exc)
             sandbox = Sandbox(self.isolation, self.limits)
             self._check_started(sandbox)
-        self._refill()
         return sandbox
 
     @staticmethod
