@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .base import VerificationResult, Verifier, register_verifier
+from .base import VerificationResult, Verifier, bad_completion, internal_error, is_missing, register_verifier
 from .deadline_pool import DeadlinePool, TaskOutcome
 from .math_extract import extract_answer, extract_reference, reference_letter
 from .math_normalize import Normalized, as_word, normalize_answer, plain_number
@@ -111,9 +111,9 @@ class MathVerifier(Verifier):
         for i, (completion, reference) in enumerate(zip(completions, references)):
             try:
                 decided = self._prepare(i, completion, reference)
-            except Exception as exc:  # a verifier never raises into the trainer
-                logger.warning("math verifier failed on item %d: %s: %s", i, type(exc).__name__, exc)
-                decided = VerificationResult(0.0, f"error: {type(exc).__name__}: {exc}")
+            except Exception as exc:  # our bug, not the answer's fault: None, and the reward adapter logs it per batch
+                logger.debug("math verifier failed on item %d", i, exc_info=True)
+                decided = internal_error(exc)
             if isinstance(decided, _Pending):
                 pending.append(decided)
             else:
@@ -143,11 +143,10 @@ class MathVerifier(Verifier):
     # -- stages -------------------------------------------------------------------------------------------------
     def _prepare(self, index: int, completion: Any, reference: Any) -> VerificationResult | _Pending:
         """Extraction and normalisation, then the in-process fast path; what is left becomes a `_Pending`."""
-        if reference is None or (isinstance(reference, float) and reference != reference):
+        if is_missing(reference):
             return VerificationResult(None, "unusable_reference: missing")
         if not isinstance(completion, str):
-            logger.warning("math verifier got a completion of type %s; scoring 0", type(completion).__name__)
-            return VerificationResult(0.0, f"bad_completion: expected str, got {type(completion).__name__}")
+            return bad_completion(completion)
         ref_extraction = extract_reference(str(reference))
         if ref_extraction.answer is None:
             return VerificationResult(None, f"unusable_reference: {ref_extraction.how}")
@@ -276,7 +275,8 @@ class MathVerifier(Verifier):
         if outcome.status == "error" and outcome.error_type in ("MemoryError", "RecursionError"):
             return VerificationResult(0.0, f"too_large: {outcome.error}", item.extracted, item.details)
         if outcome.status != "ok":
-            logger.warning("math verifier failed (%s) on %r: %s", outcome.status, item.pairs[0], outcome.error)
+            # Debug only: the reward adapter logs internal errors once per batch.
+            logger.debug("math verifier failed (%s) on %r: %s", outcome.status, item.pairs[0], outcome.error)
             error = f"internal_error: {outcome.status}: {outcome.error}"
             return VerificationResult(None, error, item.extracted, item.details)
         equal, reason = outcome.value

@@ -298,3 +298,15 @@ def test_workers_that_cannot_start_give_none_for_the_batch(light_workers, monkey
         assert (results[2].score, results[2].reason) == (1.0, "correct")  # decided without a worker
     finally:
         verifier.close()
+
+
+def test_a_bug_in_extraction_is_an_internal_error_not_a_wrong_answer(math_verifier, monkeypatch):
+    import trl_grpo_ext.verifiers.math_verifier as module
+
+    def broken_extraction(*args, **kwargs):
+        raise KeyError("a bug in extraction")
+
+    monkeypatch.setattr(module, "extract_answer", broken_extraction)
+    broken, ok = math_verifier.verify_batch([r"\boxed{2}", 123], ["2", "2"])
+    assert broken.score is None and broken.reason == "internal_error: KeyError: 'a bug in extraction'"
+    assert (ok.score, ok.reason) == (0.0, "bad_completion: expected str, got int")
