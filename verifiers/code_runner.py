@@ -29,6 +29,9 @@ TEARDOWN_S = 2.0
 # The judge runs the dataset's test code: its own limits, per verification (values in docs/code_verifier.md).
 JUDGE_MEMORY_MB = 4096
 JUDGE_CPU_GRACE_S = 5
+# One thread per numerical library: a judge is one of many at once, and thread pools sized to a large node's cores
+# (OpenBLAS reserves memory per thread) would not fit its address space.
+JUDGE_THREADS = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
 
 
 class JudgeError(RuntimeError):
@@ -62,7 +65,7 @@ class JudgeProcess:
         try:
             self.proc = subprocess.Popen(
                 [sys.executable, "-I", str(HERE / "code_judge.py"), str(child_end.fileno())],
-                pass_fds=(child_end.fileno(),), stdin=subprocess.DEVNULL,
+                pass_fds=(child_end.fileno(),), stdin=subprocess.DEVNULL, env={**os.environ, **JUDGE_THREADS},
             )  # fmt: skip
         except OSError as exc:
             parent_end.close()

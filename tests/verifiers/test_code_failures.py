@@ -93,6 +93,7 @@ def test_the_judge_runs_with_its_limits_and_the_int_to_str_guard(verifier):
         "assert resource.getrlimit(resource.RLIMIT_AS)[0] == 4096 << 20\n"
         "assert 0 < resource.getrlimit(resource.RLIMIT_CPU)[0] <= 5 + 2 + 5\n"
         "assert sys.get_int_max_str_digits() == 4300\n"
+        "import os\nassert os.environ['OPENBLAS_NUM_THREADS'] == os.environ['OMP_NUM_THREADS'] == '1'\n"
     )
     result = verifier.verify(ADD, tests)
     assert result.score == 1.0, (result.reason, result.details)
