@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from .base import VerificationResult, Verifier, register_verifier
+from .base import INTERNAL_ERROR, VerificationResult, Verifier, bad_completion, register_verifier
 from .code_runner import JudgeError, JudgeProcess, Outcome, run_function_tests, run_stdio_case
 from .deadline_pool import default_worker_count
 from .sandbox import Limits, SandboxError, SandboxPool, detect_isolation
@@ -148,7 +148,7 @@ class CodeVerifier(Verifier):
 
     def verify(self, completion: str, reference: Any) -> VerificationResult:
         if not isinstance(completion, str):
-            return VerificationResult(0.0, f"bad_completion: expected str, got {type(completion).__name__}")
+            return bad_completion(completion)
         try:
             kind, tests = parse_reference(reference)
         except Exception as exc:  # ValueError, or a mapping that fails in its own way
@@ -169,7 +169,7 @@ class CodeVerifier(Verifier):
         what = (
             str(failure) if isinstance(failure, (SandboxError, JudgeError)) else f"{type(failure).__name__}: {failure}"
         )
-        return VerificationResult(None, f"internal_error: {what}", code, self._details(Outcome()))
+        return VerificationResult(None, f"{INTERNAL_ERROR}: {what}", code, self._details(Outcome()))
 
     def _run(self, kind: str, tests: Any, code: str) -> Outcome:
         if kind == "functions":
