@@ -1,15 +1,19 @@
-"""`trl-grpo-ext compare`: stock GRPOTrainer against extension variants, same seed, data and model.
+"""`trl-grpo-ext compare`: stock GRPOTrainer against extension variants, on the same model, data and seeds.
 
-trl-grpo-ext compare                                             # stock vs the extension's defaults: identical
-trl-grpo-ext compare --variant rloo:advantage_estimator=rloo --variant k2:kl_estimator=k2
-trl-grpo-ext compare --variant reward_kl:kl_estimator=k1,kl_placement=reward
-trl-grpo-ext compare --group_sizes 2 4 8 16                       # reward against rollouts spent, per G
-trl-grpo-ext compare --replot outputs/compare                     # redraw table and plots from the JSONL files
+trl-grpo-ext compare                                          # built-in task: stock vs the extension's defaults
+trl-grpo-ext compare --seeds 5 --variant rloo:advantage_estimator=rloo --variant k2:kl_estimator=k2
+trl-grpo-ext compare --config my_task.yaml --seeds 3 --variant reward_kl:kl_estimator=k1,kl_placement=reward
+accelerate launch --num_processes 2 -m trl_grpo_ext.cli compare --config my_task.yaml   # each run on 2 processes
+trl-grpo-ext compare --group_sizes 2 4 8 16                    # reward against rollouts spent, per G
+trl-grpo-ext compare --replot outputs/compare                  # redraw results.md/.json and plots from the files
+
+Run again with the same --output_dir to resume: finished runs (variant, seed) are not trained again.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 
@@ -17,56 +21,114 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = __doc__.split("\n", 2)[2]
     parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="YAML file of the task: model_name_or_path, dataset_name (Hub name or local folder), prompt_column, "
+        "reference_column, reward_verifiers, system_prompt, verifier_imports, and any GRPOConfig field shared by "
+        "every run. Default: none, the built-in task (tiny model, single-digit arithmetic, math verifier, CPU).",
+    )
+    parser.add_argument(
         "--variant",
         action="append",
         default=[],
-        metavar="NAME[:KEY=VALUE,...]",
-        help="A GRPOExtTrainer run with these GRPOExtConfig settings (repeatable). Default: one run 'ext' with none.",
+        metavar="NAME[:FIELD=VALUE,...]",
+        help="A GRPOExtTrainer run with these GRPOExtConfig settings (repeatable). Default: one variant 'ext' with "
+        "no settings, which must match stock exactly.",
     )
     parser.add_argument(
         "--set",
         action="append",
         default=[],
-        metavar="KEY=VALUE,...",
-        help="GRPOConfig settings for every run, stock included (e.g. beta=0,learning_rate=5e-4). Defaults: those of "
-        "examples/demo.py (beta=0.04, learning_rate=1e-3, num_generations=8).",
+        metavar="FIELD=VALUE,...",
+        help="GRPOConfig settings for every run, stock included (e.g. beta=0,learning_rate=5e-4). Default: none; "
+        "the built-in task starts from beta=0.04, learning_rate=1e-3, num_generations=8 (examples/demo.py).",
     )
-    parser.add_argument("--max_steps", type=int, default=200, help="Steps per run (default 200).")
-    parser.add_argument("--prompts_per_step", type=int, default=32, help="Prompts per step (default 32).")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seeds", type=int, default=1, help="Seeds per variant, the same for all (default 1).")
+    parser.add_argument(
+        "--seed", type=int, default=None, help="First seed; seeds are SEED..SEED+N-1 (default 0, or the file's seed)."
+    )
+    parser.add_argument(
+        "--max_steps", type=int, default=None, help="Steps per run (default 200, or the --config file's max_steps)."
+    )
+    parser.add_argument(
+        "--prompts_per_step",
+        type=int,
+        default=None,
+        help="Prompts per device per step (default 32; with --config, per_device_train_batch_size / num_generations).",
+    )
     parser.add_argument(
         "--group_sizes",
         type=int,
         nargs="+",
         metavar="G",
-        help="Group-size sweep: every run once per G, each with the same budget of rollouts (--rollouts).",
+        help="Group-size sweep: every run once per G, each with the same budget of rollouts (default: no sweep).",
     )
     parser.add_argument(
         "--rollouts", type=int, default=51200, help="Rollout budget per run of the group-size sweep (default 51200)."
     )
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads per run (default 1).")
-    parser.add_argument("--output_dir", default="outputs/compare")
+    parser.add_argument("--output_dir", default="outputs/compare", help="Default: outputs/compare.")
     parser.add_argument(
-        "--replot", metavar="DIR", help="Only rebuild results.md and the plots from DIR's JSONL files."
+        "--replot", metavar="DIR", help="Only rebuild results.md, results.json and the plots from DIR (default: off)."
     )
 
 
+def plan(args: argparse.Namespace):
+    """(task, runs) from the arguments; ValueError on a bad variant, field or setting."""
+    from trl_grpo_ext.compare import Task, load_task_file, parse_variant, plan_group_sweep, plan_runs
+    from trl_grpo_ext.compare.plan import TINY_MAX_STEPS, TINY_PROMPTS_PER_STEP, TINY_SETTINGS
+
+    if args.config:
+        task, common = load_task_file(args.config)
+    else:
+        task, common = Task(), dict(TINY_SETTINGS)
+    for text in args.set:
+        common.update(parse_variant(f"set:{text}")[1])
+    variants = [parse_variant(text) for text in args.variant] or [("ext", {})]
+    names = [name for name, _ in variants]
+    if len(set(names)) != len(names):
+        raise ValueError(f"--variant: each NAME must be unique; got {names}.")
+    first_seed = args.seed if args.seed is not None else common.pop("seed", 0)
+    common.pop("seed", None)
+    seeds = list(range(first_seed, first_seed + args.seeds))
+    if args.seeds < 1:
+        raise ValueError(f"--seeds {args.seeds}: must be >= 1.")
+    max_steps = args.max_steps or common.pop("max_steps", None) or (TINY_MAX_STEPS if task.builtin else None)
+    common.pop("max_steps", None)
+    if not max_steps or max_steps < 1:
+        raise ValueError("--config: set max_steps (> 0) in the file or pass --max_steps: each run needs a length.")
+    prompts = args.prompts_per_step
+    if prompts is None:
+        generations = common.get("num_generations", 8)
+        prompts = (
+            TINY_PROMPTS_PER_STEP
+            if task.builtin
+            else max(1, common.get("per_device_train_batch_size", 8) // generations)
+        )
+    common.pop("per_device_train_batch_size", None)
+    if args.group_sizes:
+        runs = plan_group_sweep(args.group_sizes, variants, common, args.rollouts, prompts, seeds)
+    else:
+        runs = plan_runs(variants, common, max_steps, prompts, seeds)
+    return task, runs
+
+
 def run(args: argparse.Namespace) -> int:
-    from trl_grpo_ext.compare import parse_variant, plan_group_sweep, plan_runs, replot, run_all
+    from trl_grpo_ext.compare import replot, run_all, validate_plan
+    from trl_grpo_ext.compare.run import process_rank
 
     if args.replot:
         print(replot(args.replot), end="")
         return 0
-    variants = [parse_variant(text) for text in args.variant] or [("ext", {})]
-    common: dict = {}
-    for text in args.set:
-        common.update(parse_variant(f"set:{text}")[1])
-    if args.group_sizes:
-        runs = plan_group_sweep(args.group_sizes, variants, common, args.rollouts, args.prompts_per_step, args.seed)
-    else:
-        runs = plan_runs(variants, common, args.max_steps, args.prompts_per_step, args.seed)
     output_dir = Path(args.output_dir)
-    run_all(runs, output_dir, threads=args.threads)
-    print(replot(output_dir), end="")
-    print(f"Results: {output_dir / 'results.md'}, plots and one JSONL per run in {output_dir}/")
+    try:
+        task, runs = plan(args)
+        validate_plan(runs, output_dir)
+    except ValueError as error:  # bad input: say what and how to fix it, before anything trains
+        print(f"trl-grpo-ext compare: error: {error}", file=sys.stderr)
+        return 2
+    run_all(runs, task, output_dir, threads=args.threads)
+    if process_rank()[0] == 0:
+        print(replot(output_dir), end="")
+        print(f"Results: {output_dir / 'results.md'}, results.json, plots and one JSONL per run in {output_dir}/")
     return 0

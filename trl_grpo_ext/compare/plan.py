@@ -1,0 +1,255 @@
+"""What a comparison trains: the task (model, data, rewards), the variants, and the list of runs.
+
+Nothing here imports torch or trains; `validate_plan` builds every run's config (which imports TRL) so that a bad
+field or a contradictory setting stops the comparison before the first run starts.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+STOCK = "stock"
+# Settings of the built-in task (those of examples/demo.py); `--set`, the YAML file and variants replace them.
+TINY_SETTINGS: dict[str, Any] = dict(
+    learning_rate=1e-3,
+    beta=0.04,
+    lr_scheduler_type="constant",
+    num_generations=8,
+    max_completion_length=1,
+    temperature=1.0,
+    save_strategy="no",
+    bf16=False,
+)
+TINY_MAX_STEPS = 200
+TINY_PROMPTS_PER_STEP = 32
+# Every run logs every step to its JSONL file and nowhere else, whatever the YAML file says.
+FORCED_SETTINGS: dict[str, Any] = dict(logging_steps=1, report_to="none", disable_tqdm=True)
+
+
+@dataclass
+class Task:
+    """The model, data and rewards every run of a comparison shares. All None / defaults: the built-in task, the
+    tiny model after its format warm-up on single-digit arithmetic, scored by the `math` verifier."""
+
+    model_name_or_path: str | None = None
+    dataset_name: str | None = None
+    dataset_config: str | None = None
+    dataset_train_split: str = "train"
+    prompt_column: str = "prompt"
+    reference_column: str = "answer"
+    reward_verifiers: list[str] = field(default_factory=lambda: ["math"])
+    system_prompt: str | None = None
+    # Modules (dotted names, or .py files) imported before the rewards are built: they register custom verifiers.
+    verifier_imports: list[str] = field(default_factory=list)
+
+    @property
+    def builtin(self) -> bool:
+        return self.model_name_or_path is None and self.dataset_name is None
+
+
+TASK_KEYS = tuple(f.name for f in dataclasses.fields(Task))
+
+
+@dataclass
+class RunSpec:
+    """One training run. `trainer`: "stock" (trl.GRPOTrainer) or "ext" (GRPOExtTrainer). `overrides`: the variant's
+    own settings (shown in the report); `settings`: every config field the run sets. `baseline`: the stock run it is
+    compared with (same seed)."""
+
+    name: str
+    trainer: str
+    overrides: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+    max_steps: int = TINY_MAX_STEPS
+    seed: int = 0
+    baseline: str = STOCK
+
+    @property
+    def run_id(self) -> str:
+        return f"{self.name}-seed{self.seed}"
+
+
+def config_fields(stock: bool = False) -> list[str]:
+    """Field names of GRPOConfig (stock) or GRPOExtConfig, read from the dataclasses (imports TRL)."""
+    from trl import GRPOConfig
+
+    from trl_grpo_ext import GRPOExtConfig
+
+    return [f.name for f in dataclasses.fields(GRPOConfig if stock else GRPOExtConfig) if f.init]
+
+
+def extension_fields() -> list[str]:
+    """The fields GRPOExtConfig adds to GRPOConfig."""
+    stock = set(config_fields(stock=True))
+    return [name for name in config_fields() if name not in stock]
+
+
+def check_fields(where: str, keys: list[str], stock: bool = False) -> None:
+    """Raise ValueError naming each unknown key, its close matches, and the valid fields."""
+    valid = config_fields(stock=stock)
+    unknown = [k for k in keys if k not in valid]
+    if not unknown:
+        return
+    hints = []
+    for key in unknown:
+        close = difflib.get_close_matches(key, valid, n=3)
+        hints.append(f"{key!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
+    kind = "GRPOConfig" if stock else "GRPOExtConfig"
+    message = f"{where}: unknown {kind} field(s) {', '.join(hints)}."
+    if not stock:
+        message += f" The extension's fields: {', '.join(extension_fields())}."
+    message += f" Every valid field: {', '.join(sorted(valid))}."
+    raise ValueError(message)
+
+
+def parse_variant(text: str) -> tuple[str, dict[str, Any]]:
+    """`"rloo:advantage_estimator=rloo,beta=0.04"` -> ("rloo", {"advantage_estimator": "rloo", "beta": 0.04}).
+
+    Values are read as YAML scalars (numbers, booleans, null, strings). A bare name is a variant with no settings.
+    Only the syntax is checked here; `check_fields` checks the field names.
+    """
+    import yaml
+
+    name, _, settings = text.partition(":")
+    if not name or name.startswith(STOCK) or "=" in name or "/" in name:
+        raise ValueError(
+            f"--variant {text!r}: write NAME or NAME:FIELD=VALUE[,FIELD=VALUE...]; NAME must not start with "
+            f"{STOCK!r} (the stock runs' name) nor contain '=' or '/'."
+        )
+    overrides = {}
+    for item in filter(None, settings.split(",")):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--variant {text!r}: {item!r} is not FIELD=VALUE.")
+        overrides[key.strip()] = yaml.safe_load(value)
+    return name, overrides
+
+
+def load_task_file(path: str | os.PathLike) -> tuple[Task, dict[str, Any]]:
+    """Read a YAML file in the examples' style: Task keys, plus any GRPOExtConfig field (the settings every run
+    shares). Extension fields must keep their defaults there: stock GRPOTrainer cannot run them; put them in a
+    `--variant` instead."""
+    import yaml
+
+    data = yaml.safe_load(Path(path).read_text()) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"--config {path}: expected a mapping of keys to values, got {type(data).__name__}.")
+    task = Task(**{k: data.pop(k) for k in TASK_KEYS if k in data})
+    if isinstance(task.reward_verifiers, str):
+        task.reward_verifiers = [task.reward_verifiers]
+    if isinstance(task.verifier_imports, str):
+        task.verifier_imports = [task.verifier_imports]
+    for key in ("output_dir", "config"):
+        data.pop(key, None)  # the comparison chooses its own output folders
+    try:
+        check_fields(f"--config {path}", list(data))
+    except ValueError as error:
+        raise ValueError(f"{error} Besides these, the file may set: {', '.join(TASK_KEYS)}.") from None
+    from trl_grpo_ext import GRPOExtConfig
+
+    defaults = {f.name: f.default for f in dataclasses.fields(GRPOExtConfig)}
+    changed = [k for k in extension_fields() if k in data and data[k] != defaults[k]]
+    if changed:
+        raise ValueError(
+            f"--config {path}: {', '.join(f'{k}={data[k]!r}' for k in changed)} is an extension setting that stock "
+            f"GRPOTrainer cannot run. Remove it from the file and compare it as a variant, e.g. "
+            f"--variant mine:{','.join(f'{k}={data[k]}' for k in changed)}."
+        )
+    return task, {k: v for k, v in data.items() if k not in extension_fields()}
+
+
+def plan_runs(
+    variants: list[tuple[str, dict]],
+    common: dict,
+    max_steps: int,
+    prompts_per_step: int,
+    seeds: list[int],
+    suffix: str = "",
+) -> list[RunSpec]:
+    """For each seed: stock, then each variant. `common` settings apply to every run, stock included; each run asks
+    for `prompts_per_step` prompts of `num_generations` completions per device per step."""
+    runs = []
+    for seed in seeds:
+        for name, trainer, overrides in [(STOCK, STOCK, {}), *((n, "ext", o) for n, o in variants)]:
+            settings = {**common, **overrides}
+            settings["per_device_train_batch_size"] = settings.get("num_generations", 8) * prompts_per_step
+            runs.append(
+                RunSpec(name + suffix, trainer, dict(overrides), settings, max_steps, seed, baseline=STOCK + suffix)
+            )
+    return runs
+
+
+def plan_group_sweep(
+    group_sizes: list[int],
+    variants: list[tuple[str, dict]],
+    common: dict,
+    rollouts: int,
+    prompts_per_step: int,
+    seeds: list[int],
+) -> list[RunSpec]:
+    """For each G, the runs of `plan_runs` (named `<name>-G<G>`), each with the same budget of `rollouts`
+    completions per process: G * prompts_per_step per step."""
+    runs = []
+    for group_size in group_sizes:
+        if group_size < 2:
+            raise ValueError(f"--group_sizes: group size {group_size} must be >= 2 (GRPO needs two completions).")
+        steps = max(1, rollouts // (group_size * prompts_per_step))
+        settings = {**common, "num_generations": group_size}
+        runs += plan_runs(variants, settings, steps, prompts_per_step, seeds, suffix=f"-G{group_size}")
+    return runs
+
+
+def validate_plan(runs: list[RunSpec], output_dir: Path) -> None:
+    """Build every run's config as the run will (GRPOConfig for stock, GRPOExtConfig otherwise), so that unknown
+    fields and contradictory settings fail now, before anything trains. Raises ValueError naming the run."""
+    from trl import GRPOConfig
+
+    from trl_grpo_ext import GRPOExtConfig
+
+    for run in runs:
+        check_fields(f"{run.name}: {run.overrides or run.settings}", list(run.settings), stock=run.trainer == STOCK)
+        config_cls = GRPOConfig if run.trainer == STOCK else GRPOExtConfig
+        try:
+            with without_distributed_env(), warnings.catch_warnings():
+                # transformers' deprecation notices about its own defaults; the extension's warnings still show
+                warnings.simplefilter("ignore", FutureWarning)
+                config_cls(**run_config_kwargs(run, output_dir))
+        except (ValueError, TypeError) as error:
+            raise ValueError(f"{run.name} ({run.overrides or 'no settings'}): {error}") from None
+
+
+def run_config_kwargs(run: RunSpec, output_dir: Path) -> dict[str, Any]:
+    """The keyword arguments of the run's config: its settings, then what every run of a comparison forces."""
+    from trl_grpo_ext.config import accelerator_available
+
+    # GRPOExtConfig sets use_cpu on a machine without an accelerator; stock gets the same, so both train alike.
+    cpu = {} if accelerator_available() or "use_cpu" in run.settings else {"use_cpu": True}
+    return {
+        **cpu,
+        **run.settings,
+        **FORCED_SETTINGS,
+        "output_dir": str(output_dir / "trainer" / run.run_id),
+        "max_steps": run.max_steps,
+        "seed": run.seed,
+    }
+
+
+class without_distributed_env:
+    """Hide `accelerate launch`'s process-group variables while this process builds a config (TrainingArguments
+    sets up its device): the comparison's own process must not join the group its runs will form."""
+
+    NAMES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+    def __enter__(self):
+        self.saved = {k: os.environ.pop(k) for k in list(os.environ) if k in self.NAMES or k.startswith("ACCELERATE_")}
+        return self
+
+    def __exit__(self, *exc):
+        os.environ.update(self.saved)
+        return False

@@ -1,0 +1,220 @@
+"""Reporting a comparison from what is on disk: `results.md`, `results.json` and the PNG curves.
+
+Inputs are `manifest.json` (the plan and the task) and one `<run>-seed<s>.jsonl` per finished run, so `replot` redraws
+a finished or interrupted comparison without training. Per run, `summarize` reduces the logged steps to metrics;
+per variant, `stats.mean_ci` gives the mean and 95% interval over seeds, and `stats.paired_difference` the
+difference from the stock run of the same seed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from trl_grpo_ext.compare.plan import STOCK
+from trl_grpo_ext.compare.stats import mean_ci, paired_difference
+
+# (name in results.json, column title, format)
+METRICS = (
+    ("final_reward", "final reward", ".4f"),
+    ("best_reward", "best reward", ".4f"),
+    ("kl", "KL", ".4f"),
+    ("entropy", "entropy", ".4f"),
+    ("step_time_s", "step time (s)", ".4f"),
+    ("tokens_per_s", "tokens/s", ".0f"),
+    ("peak_memory_mb", "peak memory (MB)", ".0f"),
+)
+# Logged values that measure the machine, not the training: two identical runs may differ in them.
+MACHINE_KEYS = ("step_time", "peak_memory_mb")
+
+
+def final_window(steps: int) -> int:
+    """Steps that "final" averages over: the last tenth of the run, at least 1."""
+    return max(1, steps // 10)
+
+
+def summarize(rows: list[dict], window: int | None = None) -> dict[str, float | None]:
+    """One run's metrics. Final reward, KL, entropy: mean over the last `window` steps (`final_window`); best reward:
+    the highest `window`-step moving average; step time: median seconds; tokens/s: tokens seen over the summed step
+    times; peak memory: the largest recorded, in MB."""
+    if not rows:
+        return {}
+    window = window or final_window(len(rows))
+
+    def final(metric: str) -> float | None:
+        values = [r[metric] for r in rows[-window:] if r.get(metric) is not None]
+        return sum(values) / len(values) if values else None
+
+    rewards = [r["reward"] for r in rows]
+    moving = [sum(rewards[i - window : i]) / window for i in range(window, len(rewards) + 1)]
+    step_times = sorted(r["step_time"] for r in rows if r.get("step_time") is not None)
+    tokens = rows[-1].get("num_tokens")
+    return {
+        "final_reward": final("reward"),
+        "best_reward": max(moving),
+        "kl": final("kl"),
+        "entropy": final("entropy"),
+        "step_time_s": step_times[len(step_times) // 2] if step_times else None,
+        "tokens_per_s": tokens / sum(step_times) if tokens and step_times and sum(step_times) > 0 else None,
+        "peak_memory_mb": max(r.get("peak_memory_mb", 0.0) for r in rows),
+        "steps": rows[-1]["step"],
+        "rollouts": rows[-1]["rollouts"],
+    }
+
+
+def read_runs(output_dir: Path) -> tuple[dict, list[tuple[dict, list[dict]]]]:
+    """The manifest, and (run spec, logged rows) for every run of it that has a JSONL file, in plan order."""
+    manifest = json.loads((output_dir / "manifest.json").read_text())
+    runs = []
+    for spec in manifest["runs"]:
+        path = output_dir / f"{spec['name']}-seed{spec['seed']}.jsonl"
+        if path.exists():
+            runs.append((spec, [json.loads(line) for line in path.read_text().splitlines() if line.strip()]))
+    return manifest, runs
+
+
+def variant_names(runs) -> list[str]:
+    return list(dict.fromkeys(spec["name"] for spec, _ in runs))
+
+
+def same_training_logs(rows: list[dict], other: list[dict]) -> bool:
+    """Equal step by step in every logged key the two share (the extension logs a few more), machine keys aside."""
+    if len(rows) != len(other):
+        return False
+    for row, theirs in zip(rows, other):
+        shared = (row.keys() & theirs.keys()) - set(MACHINE_KEYS)
+        if any(row[k] != theirs[k] for k in shared):
+            return False
+    return True
+
+
+def identical_to_baseline(runs, name: str) -> bool:
+    """Whether every seed of `name` logged what its baseline's run of that seed logged (`same_training_logs`)."""
+    mine = {spec["seed"]: rows for spec, rows in runs if spec["name"] == name}
+    baseline = next(spec.get("baseline", STOCK) for spec, _ in runs if spec["name"] == name)
+    theirs = {spec["seed"]: rows for spec, rows in runs if spec["name"] == baseline}
+    if baseline == name or not mine:
+        return False
+    return all(seed in theirs and same_training_logs(rows, theirs[seed]) for seed, rows in mine.items())
+
+
+def results(runs) -> dict:
+    """The `results.json` payload: per variant and metric the mean, 95% interval and seeds; every run's metrics."""
+    per_run = [{"variant": spec["name"], "seed": spec["seed"], "metrics": summarize(rows)} for spec, rows in runs]
+    variants = {}
+    for name in variant_names(runs):
+        metrics = [r["metrics"] for r in per_run if r["variant"] == name]
+        variants[name] = {key: mean_ci([m.get(key) for m in metrics]) for key, _, _ in METRICS}
+    return {"variants": variants, "runs": per_run}
+
+
+def paired_differences(runs, payload: dict) -> dict[str, dict[str, dict]]:
+    """variant -> metric -> `paired_difference` from its baseline, for every variant that is not a baseline."""
+    baselines = {spec["name"]: spec.get("baseline", STOCK) for spec, _ in runs}
+    by_seed: dict[str, dict[str, dict[int, float]]] = {}
+    for run in payload["runs"]:
+        for key, _, _ in METRICS:
+            by_seed.setdefault(run["variant"], {}).setdefault(key, {})[run["seed"]] = run["metrics"].get(key)
+    out = {}
+    for name, baseline in baselines.items():
+        if name != baseline and baseline in by_seed:
+            out[name] = {key: paired_difference(by_seed[name][key], by_seed[baseline][key]) for key, _, _ in METRICS}
+    return out
+
+
+def fmt_interval(stat: dict, spec: str, signed: bool = False) -> str:
+    if stat["mean"] is None:
+        return "n/a"
+    sign = "+" if signed else ""
+    text = format(stat["mean"], sign + spec)
+    if stat["ci95"] is None:
+        return text
+    return f"{text} [{format(stat['ci95'][0], sign + spec)}, {format(stat['ci95'][1], sign + spec)}]"
+
+
+def describe_task(manifest: dict, runs) -> list[str]:
+    task = manifest.get("task", {})
+    model = task.get("model_name_or_path") or "the tiny model after its format warm-up (built locally)"
+    data = task.get("dataset_name") or "the built-in single-digit arithmetic set"
+    seeds = sorted({spec["seed"] for spec, _ in runs})
+    steps = sorted({len(rows) for _, rows in runs})
+    windows = ", ".join(f"{final_window(s)} of {s}" for s in steps)
+    return [
+        f"Model: {model}. Data: {data}. Rewards: {', '.join(task.get('reward_verifiers', ['math']))}.",
+        f"Seeds: {', '.join(map(str, seeds))} ({len(seeds)}); logged steps per run: {', '.join(map(str, steps))}.",
+        "",
+        f'"Final" reward, KL and entropy average the last tenth of each run\'s steps ({windows} steps); best reward is '
+        "the highest moving average over that many steps; step time is the median; tokens/s is the tokens seen "
+        "over the summed step times; peak memory is CUDA's peak allocation, else the process's peak RSS.",
+        "Each cell: mean over seeds [95% confidence interval, Student t with n - 1 degrees of freedom]; with one seed "
+        "there is no interval (only the value is shown).",
+    ]
+
+
+def markdown(manifest: dict, runs) -> str:
+    payload = results(runs)
+    diffs = paired_differences(runs, payload)
+    baselines = {spec["name"]: spec.get("baseline", STOCK) for spec, _ in runs}
+    specs = {spec["name"]: spec for spec, _ in runs}
+    lines = ["# Comparison with stock TRL", "", *describe_task(manifest, runs), ""]
+    header = ["variant", "trainer", "settings", "seeds", *(title for _, title, _ in METRICS), "differs from stock"]
+    lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    identical = []
+    for name, stats in payload["variants"].items():
+        spec = specs[name]
+        settings = ", ".join(f"{k}={v}" for k, v in spec["overrides"].items()) or "defaults"
+        cells = [name, spec["trainer"], settings, str(stats["final_reward"]["n"])]
+        cells += [fmt_interval(stats[key], f) for key, _, f in METRICS]
+        if name not in diffs:
+            cells.append("(baseline)")
+        elif identical_to_baseline(runs, name):
+            identical.append(name)
+            cells.append("identical logs")
+        else:
+            cells.append(significance_cell(diffs[name]))
+        lines.append("| " + " | ".join(cells) + " |")
+    lines.append("")
+    for name in identical:
+        lines.append(
+            f"- `{name}` logged exactly what `{baselines[name]}` logged, at every step of every seed (every training "
+            "metric; step time and memory are the machine's): its curves lie on top of the baseline's."
+        )
+    if diffs:
+        lines += ["", "## Paired differences from stock", ""]
+        lines.append(
+            "Variant minus stock on the same seed, mean over seeds [95% interval]; * marks an interval that excludes "
+            "0 (a significant difference at the 5% level, each metric tested on its own)."
+        )
+        lines += ["", "| variant | " + " | ".join(t for _, t, _ in METRICS) + " |", "|" + "---|" * (len(METRICS) + 1)]
+        for name, metrics in diffs.items():
+            cells = [
+                fmt_interval(metrics[key], f, signed=True) + (" *" if metrics[key]["significant"] else "")
+                for key, _, f in METRICS
+            ]
+            lines.append(f"| {name} vs {baselines[name]} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def significance_cell(metrics: dict[str, dict]) -> str:
+    """The metrics whose paired interval excludes 0, with the direction; why there is no verdict otherwise."""
+    titles = {key: title for key, title, _ in METRICS}
+    if all(d["significant"] is None for d in metrics.values()):
+        return "n/a (needs 2+ seeds)"
+    found = [f"{titles[k]} {'higher' if d['mean'] > 0 else 'lower'}" for k, d in metrics.items() if d["significant"]]
+    return ", ".join(found) if found else "none significant"
+
+
+def replot(output_dir: str | os.PathLike) -> str:
+    """Write `results.md`, `results.json` and the plots from the files of a comparison; returns the Markdown."""
+    from trl_grpo_ext.compare.plots import plot_curves
+
+    output_dir = Path(output_dir)
+    manifest, runs = read_runs(output_dir)
+    if not runs:
+        raise ValueError(f"{output_dir} holds no finished run (no <variant>-seed<s>.jsonl listed in manifest.json).")
+    text = markdown(manifest, runs)
+    (output_dir / "results.md").write_text(text)
+    (output_dir / "results.json").write_text(json.dumps(results(runs), indent=2) + "\n")
+    plot_curves(runs, output_dir)
+    return text

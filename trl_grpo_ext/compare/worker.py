@@ -1,0 +1,142 @@
+"""One run of a comparison, in its own process: `python -m trl_grpo_ext.compare.worker SPEC_JSON`.
+
+Started by `run.py` once per run (under `accelerate launch`, once per process of the launch). It trains stock
+`GRPOTrainer` or `GRPOExtTrainer` and writes every logged step, one JSON object per line, to `<output_dir>/<run>.jsonl`
+(main process only), with the completions spent so far (`rollouts`) and the peak memory.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+from trl_grpo_ext.compare.plan import STOCK, RunSpec, Task, run_config_kwargs
+
+
+def import_verifier_modules(task: Task) -> None:
+    """Import the modules that register the task's custom verifiers (dotted names, or paths to .py files)."""
+    for name in task.verifier_imports:
+        if name.endswith(".py"):
+            spec = importlib.util.spec_from_file_location(Path(name).stem, name)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module
+            spec.loader.exec_module(module)
+        else:
+            importlib.import_module(name)
+
+
+def build_rewards(task: Task) -> list:
+    from trl_grpo_ext.verifiers import as_reward_function
+
+    import_verifier_modules(task)
+    return [as_reward_function(name, reference_column=task.reference_column) for name in task.reward_verifiers]
+
+
+def load_task_dataset(task: Task, seed: int):
+    """The built-in arithmetic set, or the task's dataset with a `prompt` column (a chat: the system prompt, then the
+    question as the user's message) and its reference column. `dataset_name`: a folder written by `save_to_disk`,
+    a folder of data files or a Hub name (`load_dataset`)."""
+    from datasets import DatasetDict, load_dataset, load_from_disk
+
+    from trl_grpo_ext.datasets import arithmetic_dataset
+
+    if task.dataset_name is None:
+        return arithmetic_dataset(seed=seed)
+    path = Path(task.dataset_name)
+    saved = any((path / marker).exists() for marker in ("dataset_info.json", "state.json", "dataset_dict.json"))
+    if path.is_dir() and saved:
+        dataset = load_from_disk(str(path))
+        if isinstance(dataset, DatasetDict):
+            dataset = dataset[task.dataset_train_split]
+    else:
+        dataset = load_dataset(task.dataset_name, task.dataset_config, split=task.dataset_train_split)
+    missing = [c for c in (task.prompt_column, task.reference_column) if c not in dataset.column_names]
+    if missing:
+        raise ValueError(
+            f"dataset {task.dataset_name!r} has no column(s) {missing}; its columns are {dataset.column_names}. "
+            "Set prompt_column and reference_column in the --config file."
+        )
+
+    def reshape(row: dict) -> dict:
+        prompt = row[task.prompt_column]
+        if isinstance(prompt, str):
+            system = [{"role": "system", "content": task.system_prompt}] if task.system_prompt else []
+            prompt = [*system, {"role": "user", "content": prompt}]
+        return {"prompt": prompt, task.reference_column: row[task.reference_column]}
+
+    return dataset.map(reshape, remove_columns=dataset.column_names)
+
+
+def train_one(run: RunSpec, task: Task, model: str, output_dir: Path, threads: int) -> None:
+    """Train one run in this process and write its logged metrics to `<output_dir>/<run_id>.jsonl`."""
+    import warnings
+
+    import torch
+    import transformers
+    from transformers import PrinterCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
+
+    transformers.logging.set_verbosity_error()
+    warnings.filterwarnings("ignore", module=r"(trl|transformers|accelerate|torch)(\.|$)")
+    torch.set_num_threads(threads)
+    config_cls, trainer_cls = (GRPOConfig, GRPOTrainer) if run.trainer == STOCK else (GRPOExtConfig, GRPOExtTrainer)
+    config = config_cls(**run_config_kwargs(run, output_dir))
+    rewards = build_rewards(task)
+    trainer = trainer_cls(
+        model=model, reward_funcs=rewards, args=config, train_dataset=load_task_dataset(task, run.seed)
+    )
+    per_step = config.per_device_train_batch_size * config.gradient_accumulation_steps
+    recorder = metrics_recorder(output_dir / f"{run.run_id}.jsonl", per_step * trainer.accelerator.num_processes)
+    trainer.add_callback(recorder)
+    trainer.remove_callback(PrinterCallback)  # the JSONL file has every log
+    try:
+        trainer.train()
+    finally:
+        recorder.close()
+        for reward in rewards:
+            reward.verifier.close()
+
+
+def metrics_recorder(path: Path, rollouts_per_step: int):
+    """A TrainerCallback writing each training log of the main process as one JSON line, with the rollouts spent
+    and the peak memory."""
+    from transformers import TrainerCallback
+
+    class MetricsRecorder(TrainerCallback):
+        file = None
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if not state.is_world_process_zero or not logs or "reward" not in logs:
+                return  # another process, or the end-of-training summary
+            if self.file is None:
+                self.file = open(path, "w")
+            row = {"step": state.global_step, "rollouts": state.global_step * rollouts_per_step, **logs}
+            self.file.write(json.dumps({**row, "peak_memory_mb": peak_memory_mb()}) + "\n")
+            self.file.flush()
+
+        def close(self):
+            if self.file is not None:
+                self.file.close()
+
+    return MetricsRecorder()
+
+
+def peak_memory_mb() -> float:
+    """Peak accelerator memory allocated by this process where there is one, else the process's peak RSS."""
+    import torch
+
+    if torch.cuda.is_available():
+        return torch.cuda.max_memory_allocated() / 2**20
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux reports KiB
+
+
+if __name__ == "__main__":
+    spec = json.loads(sys.argv[1])
+    train_one(RunSpec(**spec["run"]), Task(**spec["task"]), spec["model"], Path(spec["output_dir"]), spec["threads"])
