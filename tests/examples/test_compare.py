@@ -1,20 +1,42 @@
-"""`trl-grpo-ext compare`: variant parsing, run planning, the summary table from JSONL files, re-plotting, and (slow)
-end-to-end runs where stock and the extension's defaults log identical metrics."""
+"""`trl-grpo-ext compare`: variant parsing and validation, run planning, the statistics, the report files, resuming,
+a `--config` task on a local model and dataset folder, and (slow) end-to-end runs where stock and the extension's
+defaults log identical metrics, the group-size sweep and a two-process launch."""
 
 from __future__ import annotations
 
 import json
 import math
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from trl_grpo_ext.compare import RunSpec, parse_variant, plan_group_sweep, plan_runs, replot, summarize
+from trl_grpo_ext.cli import main
+from trl_grpo_ext.compare import (
+    RunSpec,
+    Task,
+    load_task_file,
+    mean_ci,
+    paired_difference,
+    parse_variant,
+    plan_group_sweep,
+    plan_runs,
+    replot,
+    run_all,
+    summarize,
+    validate_plan,
+)
+from trl_grpo_ext.compare.plots import coinciding
+from trl_grpo_ext.compare.stats import t_quantile_975
 
+REPO = Path(__file__).resolve().parents[2]
 # Metrics that measure the machine, not the training: they may differ between two identical runs.
 MACHINE_METRICS = {"step_time", "peak_memory_mb"}
+
+
+# --- variants and plans ---------------------------------------------------------------------------------------------
 
 
 def test_parse_variant_reads_yaml_scalars():
@@ -25,36 +47,114 @@ def test_parse_variant_reads_yaml_scalars():
     assert parse_variant("plain") == ("plain", {})
 
 
-@pytest.mark.parametrize("bad", ["stock", ":beta=0.1", "x:beta", "x:=1", "a=b"])
+@pytest.mark.parametrize("bad", ["stock", "stock2:beta=0", ":beta=0.1", "x:beta", "x:=1", "a=b", "a/b"])
 def test_parse_variant_rejects_malformed_text_naming_it(bad):
     with pytest.raises(ValueError, match="--variant"):
         parse_variant(bad)
 
 
-def test_plan_runs_puts_stock_first_and_common_settings_everywhere():
-    runs = plan_runs([("k2", {"kl_estimator": "k2"})], {"beta": 0.04}, max_steps=7, prompts_per_step=4, seed=3)
-    assert [(r.name, r.trainer, r.overrides) for r in runs] == [
-        ("stock", "stock", {"beta": 0.04}),
-        ("k2", "ext", {"beta": 0.04, "kl_estimator": "k2"}),
+def test_unknown_variant_field_is_rejected_naming_the_valid_fields(tmp_path):
+    runs = plan_runs([("k2", {"kl_estimater": "k2"})], {}, max_steps=2, prompts_per_step=2, seeds=[0])
+    with pytest.raises(ValueError) as error:
+        validate_plan(runs, tmp_path)
+    message = str(error.value)
+    assert "'kl_estimater'" in message and "did you mean kl_estimator" in message
+    assert "advantage_estimator, advantage_epsilon" in message  # the extension's fields, then every field
+    assert "learning_rate" in message
+
+
+def test_bad_variant_stops_the_command_before_anything_trains(tmp_path, capsys):
+    out = tmp_path / "out"
+    assert main(["compare", "--variant", "x:advantage_estimater=rloo", "--output_dir", str(out)]) == 2
+    assert "did you mean advantage_estimator" in capsys.readouterr().err
+    assert not out.exists()
+    # A contradiction the config itself refuses (KL settings with beta=0) is caught before training as well.
+    assert main(["compare", "--set", "beta=0", "--variant", "x:kl_estimator=k2", "--output_dir", str(out)]) == 2
+    assert "x (" in capsys.readouterr().err and not out.exists()
+
+
+def test_stock_runs_accept_only_stock_fields(tmp_path):
+    runs = plan_runs([], {"advantage_estimator": "rloo"}, max_steps=2, prompts_per_step=2, seeds=[0])
+    with pytest.raises(ValueError, match="unknown GRPOConfig field"):
+        validate_plan(runs, tmp_path)
+
+
+def test_plan_runs_puts_stock_first_for_every_seed_and_common_settings_everywhere():
+    runs = plan_runs([("k2", {"kl_estimator": "k2"})], {"beta": 0.04}, max_steps=7, prompts_per_step=4, seeds=[3, 4])
+    assert [(r.run_id, r.trainer, r.overrides, r.baseline) for r in runs] == [
+        ("stock-seed3", "stock", {}, "stock"),
+        ("k2-seed3", "ext", {"kl_estimator": "k2"}, "stock"),
+        ("stock-seed4", "stock", {}, "stock"),
+        ("k2-seed4", "ext", {"kl_estimator": "k2"}, "stock"),
     ]
-    assert all((r.max_steps, r.prompts_per_step, r.seed) == (7, 4, 3) for r in runs)
+    assert runs[1].settings == {"beta": 0.04, "kl_estimator": "k2", "per_device_train_batch_size": 8 * 4}
+    assert all(r.max_steps == 7 for r in runs)
 
 
 def test_group_sweep_spends_the_same_rollout_budget_for_every_group_size():
-    runs = plan_group_sweep([2, 4, 8, 16], [("ext", {})], {}, rollouts=1024, prompts_per_step=8, seed=0)
+    runs = plan_group_sweep([2, 4, 8, 16], [("ext", {})], {}, rollouts=1024, prompts_per_step=8, seeds=[0])
     assert [r.name for r in runs[:4]] == ["stock-G2", "ext-G2", "stock-G4", "ext-G4"]
+    assert {r.baseline for r in runs if r.name.endswith("-G4")} == {"stock-G4"}
     for run in runs:
-        group_size = run.overrides["num_generations"]
+        group_size = run.settings["num_generations"]
         assert run.max_steps == 1024 // (group_size * 8)
-        assert run.max_steps * group_size * run.prompts_per_step == 1024
+        assert run.max_steps * run.settings["per_device_train_batch_size"] == 1024
     with pytest.raises(ValueError, match="group size 1"):
-        plan_group_sweep([1], [], {}, rollouts=64, prompts_per_step=8, seed=0)
+        plan_group_sweep([1], [], {}, rollouts=64, prompts_per_step=8, seeds=[0])
+
+
+def test_task_file_rejects_unknown_keys_and_extension_settings(tmp_path):
+    path = tmp_path / "task.yaml"
+    path.write_text("model_name_or_path: m\nreward_verifier: [math]\n")
+    with pytest.raises(ValueError, match="'reward_verifier' .*the file may set: .*reward_verifiers"):
+        load_task_file(path)
+    path.write_text("dataset_name: d\nadvantage_estimator: rloo\nkl_estimator: k3\n")
+    with pytest.raises(ValueError, match="advantage_estimator='rloo'.*--variant mine:advantage_estimator=rloo"):
+        load_task_file(path)
+    path.write_text("dataset_name: d\nreward_verifiers: math\nadvantage_estimator: grpo\nbeta: 0.1\noutput_dir: x\n")
+    task, settings = load_task_file(path)  # extension fields at their defaults are fine (the examples' files)
+    assert (task.dataset_name, task.reward_verifiers, settings) == ("d", ["math"], {"beta": 0.1})
+
+
+# --- statistics -----------------------------------------------------------------------------------------------------
+
+
+def test_mean_ci_is_the_student_t_interval():
+    # 1, 2, 3, 4: mean 2.5, s = sqrt(5/3) = 1.29099, t(0.975, 3) = 3.18245: half-width 3.18245 * 1.29099 / 2 = 2.05426
+    stat = mean_ci([1.0, 2.0, 3.0, 4.0])
+    assert stat["n"] == 4 and stat["mean"] == 2.5
+    assert stat["ci95"][0] == pytest.approx(0.44574, rel=1e-3) and stat["ci95"][1] == pytest.approx(4.55426, rel=1e-3)
+    assert t_quantile_975(1) == pytest.approx(12.706, rel=1e-3) and t_quantile_975(30) == pytest.approx(
+        2.042, rel=1e-3
+    )
+
+
+def test_mean_ci_with_one_seed_has_no_interval():
+    assert mean_ci([0.7]) == {"mean": 0.7, "ci95": None, "n": 1}
+    assert mean_ci([None]) == {"mean": None, "ci95": None, "n": 0}
+
+
+def test_paired_difference_pairs_by_seed():
+    stock = {0: 0.40, 1: 0.50, 2: 0.45, 9: 0.0}  # seed 9 has no partner: left out
+    better = {0: 0.50, 1: 0.70, 2: 0.60}
+    # differences 0.10, 0.20, 0.15: mean 0.15, s = 0.05, t(0.975, 2) = 4.30265: half-width 0.124207
+    diff = paired_difference(better, stock)
+    assert diff["n"] == 3 and diff["mean"] == pytest.approx(0.15)
+    assert diff["ci95"] == pytest.approx([0.025793, 0.274207], rel=1e-3) and diff["significant"] is True
+    # The same means unpaired would overlap; here the differences scatter around 0: not significant.
+    noisy = paired_difference({0: 0.6, 1: 0.3, 2: 0.55}, stock)
+    assert noisy["ci95"][0] < 0 < noisy["ci95"][1] and noisy["significant"] is False
+    assert paired_difference({0: 0.5}, {0: 0.4})["significant"] is None
+
+
+# --- the report, from files alone -----------------------------------------------------------------------------------
 
 
 def rows(rewards, kl=None, step_times=None, memory=None):
     out = []
     for i, reward in enumerate(rewards):
         row = {"step": i + 1, "rollouts": (i + 1) * 32, "reward": reward, "entropy": 2.0 - 0.1 * i}
+        row["num_tokens"] = 100 * (i + 1)
         row["step_time"] = step_times[i] if step_times else 0.5
         row["peak_memory_mb"] = memory[i] if memory else 100.0
         if kl is not None:
@@ -73,6 +173,7 @@ def test_summarize_uses_a_tenth_of_the_run_as_window():
     assert math.isclose(s["kl"], (0.18 + 0.19) / 2)
     assert math.isclose(s["entropy"], ((2.0 - 1.8) + (2.0 - 1.9)) / 2)
     assert s["step_time_s"] == 10.0  # median of 0..19 (upper middle)
+    assert math.isclose(s["tokens_per_s"], 2000 / sum(range(20)))
     assert (s["peak_memory_mb"], s["steps"], s["rollouts"]) == (50.0, 20, 640)
 
 
@@ -82,65 +183,188 @@ def test_summarize_best_reward_is_the_best_window_not_the_last():
     assert s["kl"] is None
 
 
-def write_results(directory: Path, runs: dict[str, tuple[str, dict, list[dict]]]) -> None:
-    manifest = {"model": "unused", "runs": []}
-    for name, (trainer, overrides, logged) in runs.items():
-        manifest["runs"].append(vars(RunSpec(name, trainer, overrides)))
-        (directory / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in logged))
+def write_results(directory: Path, runs: dict[tuple[str, int], tuple[str, dict, list[dict]]]) -> None:
+    manifest = {"task": vars(Task()), "runs": []}
+    for (name, seed), (trainer, overrides, logged) in runs.items():
+        manifest["runs"].append(vars(RunSpec(name, trainer, overrides, overrides, len(logged), seed)))
+        (directory / f"{name}-seed{seed}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in logged))
     (directory / "manifest.json").write_text(json.dumps(manifest))
 
 
-def test_replot_builds_the_table_and_plots_from_the_jsonl_files_alone(tmp_path):
+def three_seeds(tmp_path):
     write_results(
         tmp_path,
         {
-            "stock": ("stock", {}, rows([0.1] * 10, kl=[0.0] * 10)),
-            "k2": ("ext", {"kl_estimator": "k2"}, rows([0.1] * 9 + [0.7], kl=[0.5] * 10, memory=[123.4] * 10)),
+            **{("stock", s): ("stock", {}, rows([0.1 * s] * 10, kl=[0.0] * 10)) for s in range(3)},
+            **{("same", s): ("ext", {}, rows([0.1 * s] * 10, kl=[0.0] * 10, step_times=[0.6] * 10)) for s in range(3)},
+            **{("k2", s): ("ext", {"kl_estimator": "k2"}, rows([0.1 * s + 0.2 + 0.01 * s] * 10, kl=[0.5] * 10)) for s in range(3)},
         },
-    )
+    )  # fmt: skip
+
+
+def test_results_json_has_the_documented_shape_and_values(tmp_path):
+    three_seeds(tmp_path)
+    replot(tmp_path)
+    payload = json.loads((tmp_path / "results.json").read_text())
+    assert set(payload) == {"variants", "runs"}
+    assert list(payload["variants"]) == ["stock", "same", "k2"]
+    for metrics in payload["variants"].values():
+        assert {"final_reward", "kl", "entropy", "step_time_s"} <= set(metrics)
+        assert all(set(stat) == {"mean", "ci95", "n"} and stat["n"] == 3 for stat in metrics.values())
+    # stock's final rewards are 0.0, 0.1, 0.2: mean 0.1, s = 0.1, half-width 4.30265 * 0.1 / sqrt(3) = 0.248414
+    stock = payload["variants"]["stock"]["final_reward"]
+    assert stock["mean"] == pytest.approx(0.1) and stock["ci95"] == pytest.approx([-0.148414, 0.348414], rel=1e-3)
+    assert len(payload["runs"]) == 9 and set(payload["runs"][0]) == {"variant", "seed", "metrics"}
+    k2_seed0 = next(r for r in payload["runs"] if (r["variant"], r["seed"]) == ("k2", 0))
+    assert k2_seed0["metrics"]["final_reward"] == pytest.approx(0.2) and k2_seed0["metrics"]["kl"] == 0.5
+
+
+def test_results_md_states_the_window_significance_and_identical_logs(tmp_path):
+    three_seeds(tmp_path)
     table = replot(tmp_path)
     assert (tmp_path / "results.md").read_text() == table
-    lines = table.strip().splitlines()
-    assert lines[0].startswith("| run | trainer | settings | steps | final reward | best reward | KL | entropy |")
-    assert lines[2] == "| stock | stock | defaults | 10 | 0.1000 | 0.1000 | 0.0000 | 1.1000 | 0.5000 | 100 |"
-    assert lines[3] == "| k2 | ext | kl_estimator=k2 | 10 | 0.7000 | 0.7000 | 0.5000 | 1.1000 | 0.5000 | 123 |"
+    assert "last tenth of each run's steps (1 of 10 steps)" in table
+    lines = {line.split(" | ")[0]: line for line in table.splitlines() if line.startswith("| ")}
+    assert lines["| stock"].endswith("| (baseline) |")
+    assert lines["| same"].endswith("| identical logs |")  # step time differs: the machine's, not the training's
+    assert "`same` logged exactly what `stock` logged" in table
+    # k2 - stock = 0.2, 0.21, 0.22 on seeds 0, 1, 2: an interval far from 0; its KL is higher on every seed.
+    assert "final reward higher" in lines["| k2"] and "KL higher" in lines["| k2"]
+    assert "| k2 vs stock | +0.2100 [+0.1852, +0.2348] * |" in table
     for png in ("reward.png", "kl.png", "rollouts.png"):
         assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_replot_skips_the_kl_plot_when_no_run_logged_kl(tmp_path):
-    write_results(tmp_path, {"stock": ("stock", {}, rows([0.2, 0.3]))})
-    assert "| n/a |" in replot(tmp_path)
+def test_one_seed_gives_values_without_intervals(tmp_path):
+    write_results(tmp_path, {("stock", 0): ("stock", {}, rows([0.2, 0.3])), ("k2", 0): ("ext", {}, rows([0.2, 0.4]))})
+    table = replot(tmp_path)
+    assert "| n/a (needs 2+ seeds) |" in table
+    assert "| k2 vs stock | +0.1000 | +0.1000 | n/a |" in table  # a difference, with no interval
+    assert json.loads((tmp_path / "results.json").read_text())["variants"]["k2"]["final_reward"]["ci95"] is None
     assert (tmp_path / "reward.png").exists() and not (tmp_path / "kl.png").exists()
 
 
-def run_compare(*args: str) -> str:
-    command = [sys.executable, "-c", "import sys; from trl_grpo_ext.cli import main; sys.exit(main())", "compare"]
-    result = subprocess.run([*command, *args], capture_output=True, text=True, timeout=900)
+def test_coinciding_curves_are_named():
+    curves = {"stock": ([1, 2], [[0.1, 0.2]]), "ext": ([1, 2], [[0.1, 0.2]]), "k2": ([1, 2], [[0.1, 0.3]])}
+    assert coinciding(curves) == {"ext": "stock"}
+
+
+# --- running and resuming -------------------------------------------------------------------------------------------
+
+
+class FakeProcess:
+    returncode = 0
+
+    def poll(self):
+        return 0
+
+
+def test_a_second_invocation_trains_nothing_and_a_changed_run_trains_again(tmp_path):
+    launched = []
+
+    def launcher(run, spec, log_path, env):  # writes what a run would log, without training
+        launched.append(run.run_id)
+        logged = rows([0.1 * i for i in range(run.max_steps)])
+        Path(spec["output_dir"], f"{run.run_id}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in logged))
+        return FakeProcess()
+
+    task = Task(model_name_or_path="unused", dataset_name="unused")
+    plan = plan_runs([("k2", {"kl_estimator": "k2"})], {}, max_steps=3, prompts_per_step=2, seeds=[0, 1])
+    run_all(plan, task, tmp_path, launcher=launcher)
+    assert launched == ["stock-seed0", "k2-seed0", "stock-seed1", "k2-seed1"]
+    run_all(plan, task, tmp_path, launcher=launcher)
+    assert len(launched) == 4  # all finished: nothing launched
+    (tmp_path / "k2-seed1.done.json").unlink()  # as if interrupted during that run
+    longer = plan_runs([("k2", {"kl_estimator": "k2"})], {}, max_steps=3, prompts_per_step=2, seeds=[0, 1, 2])
+    longer[0].max_steps = 5
+    run_all(longer, task, tmp_path, launcher=launcher)
+    assert launched[4:] == ["stock-seed0", "k2-seed1", "stock-seed2", "k2-seed2"]
+
+
+def run_compare(*args: str, launcher: tuple[str, ...] = (), timeout: int = 900) -> subprocess.CompletedProcess:
+    command = [sys.executable, *launcher, "-m", "trl_grpo_ext.cli", "compare", *args]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=REPO, env=env)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
-    return result.stdout
+    return result
 
 
 def read_jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+CUSTOM_VERIFIER = """
+from trl_grpo_ext.verifiers import register_verifier
+
+
+@register_verifier("any_digit_test")
+def any_digit(completion, reference):
+    return float(any(c.isdigit() for c in completion))
+"""
+
+
+def test_config_file_with_a_local_model_dataset_folder_and_custom_verifier(tmp_path, tiny_model_dir):
+    from datasets import Dataset
+
+    Dataset.from_list([{"question": f"{a}+{b}=", "solution": str(a + b)} for a in range(4) for b in range(4)]).save_to_disk(
+        tmp_path / "data"
+    )  # fmt: skip
+    (tmp_path / "my_verifiers.py").write_text(CUSTOM_VERIFIER)
+    (tmp_path / "task.yaml").write_text(
+        f"model_name_or_path: {tiny_model_dir}\ndataset_name: {tmp_path / 'data'}\nprompt_column: question\n"
+        f"reference_column: solution\nreward_verifiers: [math, any_digit_test]\n"
+        f"verifier_imports: [{tmp_path / 'my_verifiers.py'}]\nsystem_prompt: Answer with a digit.\n"
+        "max_steps: 2\nnum_generations: 2\nper_device_train_batch_size: 4\nmax_completion_length: 2\nbf16: false\n"
+    )
+    out = tmp_path / "out"
+    first = run_compare("--config", str(tmp_path / "task.yaml"), "--variant", "rloo:advantage_estimator=rloo",
+                        "--output_dir", str(out))  # fmt: skip
+    assert "2 runs planned, 0 already finished" in first.stdout
+    assert "[2/2] rloo seed 0: 2 steps" in first.stderr + first.stdout
+    logged = read_jsonl(out / "stock-seed0.jsonl")
+    assert [r["step"] for r in logged] == [1, 2]
+    assert {"rewards/any_digit_test_reward/mean", "rewards/math_reward/mean"} <= set(logged[0])
+    assert logged[-1]["rollouts"] == 2 * 4
+    payload = json.loads((out / "results.json").read_text())
+    assert list(payload["variants"]) == ["stock", "rloo"]
+    assert "Model: " + tiny_model_dir in (out / "results.md").read_text()
+    mtime = (out / "rloo-seed0.jsonl").stat().st_mtime_ns
+    second = run_compare("--config", str(tmp_path / "task.yaml"), "--variant", "rloo:advantage_estimator=rloo",
+                         "--output_dir", str(out))  # fmt: skip
+    assert "2 runs planned, 2 already finished" in second.stdout and "[1/2]" not in second.stdout + second.stderr
+    assert (out / "rloo-seed0.jsonl").stat().st_mtime_ns == mtime
+
+
+def test_a_folder_of_data_files_loads_with_load_dataset(tmp_path):
+    from trl_grpo_ext.compare.worker import load_task_dataset
+
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "train.jsonl").write_text('{"q": "1+1=", "a": "2"}\n{"q": "2+2=", "a": "4"}\n')
+    task = Task(
+        dataset_name=str(tmp_path / "data"), prompt_column="q", reference_column="a", system_prompt="Be brief."
+    )
+    dataset = load_task_dataset(task, seed=0)
+    assert dataset[0] == {"prompt": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "1+1="}], "a": "2"}  # fmt: skip
+    with pytest.raises(ValueError, match=r"no column\(s\) \['answer'\]; its columns are \['q', 'a'\]"):
+        load_task_dataset(Task(dataset_name=str(tmp_path / "data"), prompt_column="q"), seed=0)
+
+
+# --- slow: the built-in task end to end -----------------------------------------------------------------------------
+
+
 @pytest.mark.slow
 def test_default_variant_logs_exactly_what_stock_logs(tmp_path):
-    out = run_compare(
-        "--max_steps", "3", "--prompts_per_step", "4", "--set", "beta=0.04", "--output_dir", str(tmp_path)
-    )
-    stock, ext = read_jsonl(tmp_path / "stock.jsonl"), read_jsonl(tmp_path / "ext.jsonl")
-    assert len(stock) == len(ext) == 3
-    for stock_row, ext_row in zip(stock, ext):
-        shared = (stock_row.keys() & ext_row.keys()) - MACHINE_METRICS
-        assert {"reward", "kl", "entropy", "loss"} <= shared
-        assert {k: stock_row[k] for k in shared} == {k: ext_row[k] for k in shared}
+    result = run_compare("--max_steps", "3", "--prompts_per_step", "4", "--seeds", "2", "--output_dir", str(tmp_path))
+    for seed in (0, 1):
+        stock, ext = read_jsonl(tmp_path / f"stock-seed{seed}.jsonl"), read_jsonl(tmp_path / f"ext-seed{seed}.jsonl")
+        assert len(stock) == len(ext) == 3
+        for stock_row, ext_row in zip(stock, ext):
+            shared = (stock_row.keys() & ext_row.keys()) - MACHINE_METRICS
+            assert {"reward", "kl", "entropy", "loss"} <= shared
+            assert {k: stock_row[k] for k in shared} == {k: ext_row[k] for k in shared}
     table = (tmp_path / "results.md").read_text()
-    assert table in out
-    stock_line, ext_line = (line for line in table.splitlines() if line.startswith(("| stock ", "| ext ")))
-    # Reward, best reward, KL and entropy columns agree; step time and memory are the machine's.
-    assert stock_line.split("|")[4:9] == ext_line.split("|")[4:9]
+    assert table in result.stdout
+    assert "| identical logs |" in table
     for png in ("reward.png", "kl.png", "rollouts.png"):
         assert (tmp_path / png).exists()
 
@@ -151,7 +375,20 @@ def test_group_sweep_writes_one_run_per_group_size_on_the_same_budget(tmp_path):
         "--group_sizes", "2", "4", "--rollouts", "32", "--prompts_per_step", "4", "--output_dir", str(tmp_path)
     )  # fmt: skip
     for name, steps in [("stock-G2", 4), ("ext-G2", 4), ("stock-G4", 2), ("ext-G4", 2)]:
-        logged = read_jsonl(tmp_path / f"{name}.jsonl")
+        logged = read_jsonl(tmp_path / f"{name}-seed0.jsonl")
         assert [r["step"] for r in logged] == list(range(1, steps + 1))
         assert logged[-1]["rollouts"] == 32
     assert (tmp_path / "rollouts.png").exists()
+
+
+@pytest.mark.slow
+def test_under_accelerate_launch_each_run_trains_on_two_processes(tmp_path):
+    launch = ("-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+              "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29561")  # fmt: skip
+    result = run_compare("--max_steps", "2", "--prompts_per_step", "2", "--output_dir", str(tmp_path), launcher=launch)
+    assert result.stdout.count("2 runs planned") == 1  # the main process prints, the other does not
+    for name in ("stock", "ext"):
+        logged = read_jsonl(tmp_path / f"{name}-seed0.jsonl")
+        # 2 processes x 2 prompts x 8 completions per step
+        assert [r["step"] for r in logged] == [1, 2] and logged[-1]["rollouts"] == 2 * 2 * 2 * 8
+    assert (tmp_path / "results.json").exists()
