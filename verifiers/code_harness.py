@@ -23,9 +23,8 @@ import traceback
 import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from code_protocol import LineReader, decode, encode, write_message  # noqa: E402
+from code_protocol import MAX_MESSAGE_BYTES, LineReader, decode, encode, write_message  # noqa: E402
 
-MAX_MESSAGE_BYTES = 1 << 26
 MAX_ITER_ITEMS = 1 << 20
 DATA_TYPES = (list, dict, set)
 

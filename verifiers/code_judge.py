@@ -26,9 +26,16 @@ import socket
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from code_protocol import LineReader, ProtocolError, Unrepresentable, decode, encode, write_message  # noqa: E402
+from code_protocol import (  # noqa: E402
+    MAX_MESSAGE_BYTES,  # noqa: E402
+    LineReader,
+    ProtocolError,
+    Unrepresentable,
+    decode,
+    encode,
+    write_message,
+)
 
-MAX_MESSAGE_BYTES = 1 << 26
 # Importing these has side effects a test never needs; a candidate could name them as its "module" globals.
 UNIMPORTABLE = {"antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo"}
 

@@ -19,6 +19,8 @@ import json
 import os
 
 MAX_DEPTH = 100
+# The longest message (one JSON line) the judge and the sandbox accept from each other.
+MAX_MESSAGE_BYTES = 1 << 26
 _SMALL_INT = 1 << 62
 
 
