@@ -1,6 +1,7 @@
 """`trl-grpo-ext memory`: GPU memory per component for PPO and three GRPO setups, from the model's config alone.
 
-Example: `trl-grpo-ext memory --preset qwen2.5-7b --precision mixed --zero-stage 3 --num-gpus 8`.
+Example: `trl-grpo-ext memory --preset qwen2.5-7b --precision mixed --zero_stage 3 --num_gpus 8` (the dashed
+spellings of earlier versions, `--zero-stage`, still work).
 """
 
 from __future__ import annotations
@@ -33,34 +34,61 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from trl_grpo_ext.memory import OPTIMIZERS, PRECISIONS, PRESETS
 
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--model", help="Config folder, config.json file, or Hub name (reads the config only).")
-    source.add_argument("--preset", choices=list(PRESETS), help="Dims typed in from a public config.json.")
-    parser.add_argument(
-        "--reward-model", help="Reward model's config (folder, file, Hub name or preset); default: the policy's."
+    source.add_argument(
+        "--model",
+        help="Config folder, config.json file, or Hub name (reads the config only). No default: this or --preset.",
     )
-    parser.add_argument(
-        "--critic-model", help="Critic's config for PPO; default: the policy's (value model = backbone + head)."
+    source.add_argument(
+        "--preset", choices=list(PRESETS), help="Dims typed in from a public config.json. No default: this or --model."
     )
-    parser.add_argument("--precision", choices=PRECISIONS, default="bf16", help="Default: %(default)s.")
-    parser.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw", help="Default: %(default)s.")
-    parser.add_argument("--lora-rank", type=int, default=0, help="LoRA rank; 0 (default) is full fine-tuning.")
-    parser.add_argument("--lora-targets", default="all-linear", help="Comma-separated modules or all-linear.")
-    parser.add_argument("--zero-stage", type=int, choices=[0, 1, 2, 3], default=0, help="Default: %(default)s.")
-    parser.add_argument("--num-gpus", type=int, default=1, help="GPUs the ZeRO stage shards over. Default: 1.")
-    parser.add_argument("--group-size", type=int, default=8, help="Completions per prompt (G). Default: 8.")
-    parser.add_argument("--batch-size", type=int, default=1, help="Prompts per GPU per forward pass. Default: 1.")
-    parser.add_argument("--prompt-length", type=int, default=512, help="Default: %(default)s tokens.")
-    parser.add_argument("--completion-length", type=int, default=1024, help="Default: %(default)s tokens.")
-    parser.add_argument(
-        "--no-gradient-checkpointing", dest="gradient_checkpointing", action="store_false", help="TRL's default is on."
+    add_flag(
+        parser,
+        "--reward_model",
+        help="Reward model's config (folder, file, Hub name or preset). Default: the policy's.",
     )
-    parser.add_argument(
-        "--ppo-separate-updates",
+    add_flag(
+        parser,
+        "--critic_model",
+        help="Critic's config for PPO. Default: the policy's (value model = backbone + head).",
+    )
+    add_flag(parser, "--precision", choices=PRECISIONS, default="bf16", help="Default: %(default)s.")
+    add_flag(parser, "--optimizer", choices=OPTIMIZERS, default="adamw", help="Default: %(default)s.")
+    add_flag(parser, "--lora_rank", type=int, default=0, help="LoRA rank; 0 is full fine-tuning. Default: 0.")
+    add_flag(parser, "--lora_targets", default="all-linear", help="Comma-separated modules. Default: all-linear.")
+    add_flag(parser, "--zero_stage", type=int, choices=[0, 1, 2, 3], default=0, help="Default: %(default)s.")
+    add_flag(parser, "--num_gpus", type=int, default=1, help="GPUs the ZeRO stage shards over. Default: 1.")
+    add_flag(parser, "--group_size", type=int, default=8, help="Completions per prompt (G). Default: 8.")
+    add_flag(parser, "--batch_size", type=int, default=1, help="Prompts per GPU per forward pass. Default: 1.")
+    add_flag(parser, "--prompt_length", type=int, default=512, help="Default: %(default)s tokens.")
+    add_flag(parser, "--completion_length", type=int, default=1024, help="Default: %(default)s tokens.")
+    add_flag(
+        parser,
+        "--no_gradient_checkpointing",
+        dest="gradient_checkpointing",
+        action="store_false",
+        help="Turn gradient checkpointing off. Default: on (TRL's default).",
+    )
+    add_flag(
+        parser,
+        "--ppo_separate_updates",
         dest="ppo_joint_update",
         action="store_false",
-        help="PPO updates policy and critic one after the other (verl, OpenRLHF) instead of in one backward (TRL).",
+        help="PPO updates policy and critic one after the other (verl, OpenRLHF) instead of in one backward (TRL). "
+        "Default: off (one backward).",
     )
-    parser.add_argument("--json", action="store_true", help="Print bytes as JSON instead of a table.")
+    parser.add_argument("--json", action="store_true", help="Print bytes as JSON instead of a table. Default: off.")
+
+
+def add_flag(parser: argparse.ArgumentParser, name: str, **kwargs) -> None:
+    """Add `--name_with_underscores` (TRL's convention) and, for a name with an underscore, the dashed spelling of
+    earlier versions as a hidden alias of the same destination."""
+    action = parser.add_argument(name, **kwargs)
+    if "_" not in name:
+        return
+    alias = {k: v for k, v in kwargs.items() if k in ("type", "choices", "action")}
+    parser.add_argument(
+        name.replace("_", "-"), dest=action.dest, default=argparse.SUPPRESS, help=argparse.SUPPRESS, **alias
+    )
 
 
 def setup_from_args(args: argparse.Namespace):
