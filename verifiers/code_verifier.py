@@ -114,6 +114,7 @@ class CodeVerifier(Verifier):
         workers: int | None = None,
         isolation: str = "auto",
         python: str | None = None,
+        site_packages: bool = False,
     ):
         for name, value in (("timeout_s", timeout_s), ("memory_mb", memory_mb), ("max_processes", max_processes)):
             if not isinstance(value, (int, float)) or value <= 0:
@@ -131,10 +132,15 @@ class CodeVerifier(Verifier):
                 f"code verifier option float_tolerance={float_tolerance!r} must be None (exact output) or a number "
                 "between 0 and 1, e.g. 1e-6."
             )
+        if not isinstance(site_packages, bool):
+            raise ValueError(
+                f"code verifier option site_packages={site_packages!r} must be True (the sandbox interpreter's "
+                "site-packages are importable, read-only) or False (standard library only, the default)."
+            )
         self.partial_credit = partial_credit
         self.float_tolerance = float_tolerance
         self.workers = workers or min(8, default_worker_count())  # sandboxes run at once, per training process
-        self.isolation = detect_isolation(isolation, python)
+        self.isolation = detect_isolation(isolation, python, site_packages=site_packages)
         self._pool = None
         self._judge = None
         self._executor = None

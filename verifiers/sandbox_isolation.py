@@ -16,6 +16,7 @@ checks. Where neither holds, bubblewrap is refused too.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import pwd
@@ -24,7 +25,7 @@ import shutil
 import subprocess
 import sys
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from .sandbox_uids import UIDS
@@ -48,6 +49,7 @@ class Isolation:
     python: str
     process_limit: str | None = None  # what bounds the candidate's process count; None: nothing
     warning: str | None = None
+    site_packages: tuple[str, ...] = ()  # importable read-only by the candidate (`site_packages=True`); else stdlib
 
     def describe(self) -> dict:
         return asdict(self)
@@ -59,14 +61,46 @@ def sandbox_python() -> str:
 
 
 def sandbox_env(home: str) -> dict:
-    # Two malloc arenas: glibc reserves 64 MiB of address space per thread arena, which RLIMIT_AS would count.
-    return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8", "MALLOC_ARENA_MAX": "2"}
+    # Two malloc arenas: glibc reserves 64 MiB of address space per thread arena, which RLIMIT_AS would count; and
+    # numerical libraries (with `site_packages=True`) on one thread, for the same reason (OpenBLAS sizes its buffers
+    # to the node's cores).
+    env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8", "MALLOC_ARENA_MAX": "2"}
+    return {**env, **{name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}}
 
 
-def bwrap_command(python: str, tmp_mb: int) -> list[str]:
+def find_site_packages(python: str | None) -> tuple[str, ...]:
+    """The site-packages directories of `python` (None: the trainer's interpreter), as real paths.
+
+    Only the directories themselves: the sandbox runs with -S, so their .pth files (editable installs, path hooks
+    that point elsewhere, such as this project's own checkout) are not followed.
+    """
+    query = "import json, site; print(json.dumps(site.getsitepackages()))"
+    if python is None:
+        import site
+
+        found = site.getsitepackages()
+    else:
+        try:
+            run = subprocess.run([python, "-E", "-c", query], capture_output=True, timeout=60, check=True)
+            found = json.loads(run.stdout)
+        except (OSError, ValueError, subprocess.SubprocessError) as exc:
+            raise RuntimeError(f"code verifier: cannot ask python={python!r} for its site-packages: {exc}") from exc
+    paths = tuple(dict.fromkeys(os.path.realpath(p) for p in found if os.path.isdir(p)))
+    if not paths:
+        raise RuntimeError(
+            f"code verifier: site_packages=True, but the interpreter {python or sys.executable} has no site-packages "
+            "directory; pass site_packages=False (standard library only) or another python="
+        )
+    return paths
+
+
+def bwrap_command(python: str, tmp_mb: int, site_packages: tuple[str, ...] = (), die_with_parent: bool = True) -> list:
+    """The bubblewrap command line, up to the interpreter to run inside. `die_with_parent=False` for a sandbox that
+    outlives the thread that starts it (the fork server, which ends when its control socket closes)."""
     prefix = str(Path(python).resolve().parent.parent)
     cmd = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
-    cmd += ["--die-with-parent", "--new-session", "--ro-bind", "/usr", "/usr"]
+    cmd += ["--die-with-parent"] if die_with_parent else []
+    cmd += ["--new-session", "--ro-bind", "/usr", "/usr"]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(top):
             cmd += ["--symlink", os.readlink(top), top]
@@ -74,6 +108,9 @@ def bwrap_command(python: str, tmp_mb: int) -> list[str]:
             cmd += ["--ro-bind", top, top]
     if not prefix.startswith("/usr/"):
         cmd += _open_parents(prefix) + ["--ro-bind", prefix, prefix]
+    for path in site_packages:
+        if not (path + "/").startswith(("/usr/", prefix + "/")):
+            cmd += _open_parents(path) + ["--ro-bind", path, path]
     cmd += _open_parents(f"{INSIDE_DIR}/x")
     for name in SANDBOX_FILES:
         cmd += ["--ro-bind", str(HERE / name), f"{INSIDE_DIR}/{name}"]
@@ -112,16 +149,29 @@ _DETECTED: dict[tuple[str, str], Isolation] = {}
 _DETECT_LOCK = threading.Lock()
 
 
-def detect_isolation(requested: str = "auto", python: str | None = None) -> Isolation:
+def detect_isolation(requested: str = "auto", python: str | None = None, site_packages: bool = False) -> Isolation:
     """The isolation `requested` ("auto" or "bwrap": bubblewrap; "rlimits": limits only), checked once per process
-    by starting a real sandbox. Raises RuntimeError, saying what to do, when it cannot be had safely."""
+    by starting a real sandbox. Raises RuntimeError, saying what to do, when it cannot be had safely.
+
+    `site_packages=True` adds the site-packages of `python` (None: the trainer's interpreter) to what the candidate
+    may import, read-only; the default is the standard library only."""
     if requested not in ISOLATION_CHOICES:
         raise ValueError(f"isolation={requested!r} is not supported. Valid choices: {', '.join(ISOLATION_CHOICES)}.")
-    python = python or sandbox_python()
+    option, python = python, python or sandbox_python()
     with _DETECT_LOCK:
         if (requested, python) not in _DETECTED:
             _DETECTED[(requested, python)] = _detect(requested, python)
-    return _DETECTED[(requested, python)]
+    isolation = _DETECTED[(requested, python)]
+    if not site_packages:
+        return isolation
+    paths = find_site_packages(option)
+    if isolation.dedicated_uid and not all(_readable_by_others(Path(p)) for p in paths):
+        raise RuntimeError(
+            f"code verifier: site_packages=True, but the candidate runs as an unprivileged uid that cannot read "
+            f"{', '.join(paths)} (each parent needs o+x, the directory o+rx); make them readable or pass "
+            "site_packages=False"
+        )
+    return replace(isolation, site_packages=paths)
 
 
 def _detect(requested: str, python: str) -> Isolation:
