@@ -1,8 +1,10 @@
 """Runs untrusted candidate code inside the sandbox and answers requests with plain data.
 
-Started before the candidate is known (a warm sandbox) as `python -I -S code_harness.py REQUEST_FD REPLY_FD LIMITS`.
-It says `{"started": true}` on REPLY_FD, waits for one init message on REQUEST_FD, then applies its resource limits,
-drops to an unprivileged uid, says `{"setup": "ok"}` (or why not) and only then runs the candidate:
+Started before the candidate is known (a warm sandbox): as `python -I -S code_harness.py REQUEST_FD REPLY_FD LIMITS`,
+or, under bubblewrap as root, by `serve` in a child that the sandbox's fork server (sandbox_zygote.py) forks per
+candidate. It says `{"started": true}` on REPLY_FD, waits for one init message on REQUEST_FD, then applies its resource
+limits, drops to an unprivileged uid, puts the allowed site-packages (if any) on `sys.path`, says `{"setup": "ok"}` (or
+why not) and only then runs the candidate:
 
     {"mode": "functions", "code": str}  exec the code, report its global names, then serve one request per line:
         {"id": n, "op": "call" | "getattr" | "iter" | "get", "target": {"name": str} | {"h": n}, ...}
@@ -46,6 +48,7 @@ def apply_limits(limits: dict) -> None:
         os.setgid(uid)
         os.setuid(uid)
     os.chdir(limits["workdir"])
+    sys.path.extend(limits.get("path") or ())  # site-packages, with `site_packages=True`; read-only where mounted
 
 
 class Handles:
@@ -150,9 +153,8 @@ def set_up(limits: dict, reply_fd: int) -> None:
     write_message(reply_fd, {"setup": "ok"})
 
 
-def main() -> None:
-    request_fd, reply_fd = int(sys.argv[1]), int(sys.argv[2])
-    limits = json.loads(sys.argv[3])
+def serve(request_fd: int, reply_fd: int, limits: dict) -> None:
+    """Everything after start-up: the started report, the init message, the limits, then the candidate."""
     write_message(reply_fd, {"started": True})  # the verifier waits for this before handing over a candidate
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 2)  # stderr was for start-up failures only
@@ -170,6 +172,10 @@ def main() -> None:
     else:
         set_up(limits, reply_fd)
         serve_functions(init["code"], requests, reply_fd)
+
+
+def main() -> None:
+    serve(int(sys.argv[1]), int(sys.argv[2]), json.loads(sys.argv[3]))
 
 
 if __name__ == "__main__":

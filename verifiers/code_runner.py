@@ -127,8 +127,7 @@ def run_function_tests(pool: SandboxPool, judge: JudgeProcess, code: str, job: d
     try:
         sandbox.send({"mode": "functions", "code": code})
         job_socket = judge.submit(sandbox.request_w, sandbox.reply_r)
-        sandbox._close_fds(sandbox.request_w, sandbox.reply_r)  # the judge child holds them now
-        sandbox.request_w = sandbox.reply_r = -1
+        sandbox.hand_over_pipes()  # the judge child holds them now
         start = time.monotonic()
         deadline_s = limits.wall_s + TEARDOWN_S
         write_message(

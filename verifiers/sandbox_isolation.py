@@ -33,7 +33,7 @@ from .sandbox_uids import UIDS
 logger = logging.getLogger("trl_grpo_ext.verifiers")
 
 HERE = Path(__file__).resolve().parent
-SANDBOX_FILES = ("code_harness.py", "code_protocol.py")
+SANDBOX_FILES = ("code_harness.py", "code_protocol.py", "sandbox_zygote.py")
 INSIDE_DIR = "/opt/trl_grpo_ext_sandbox"
 ISOLATION_CHOICES = ("auto", "bwrap", "rlimits")
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora/RHEL: dnf install bubblewrap)"

@@ -1,0 +1,174 @@
+"""The fork server inside a long-lived bubblewrap sandbox: one warm interpreter, one fresh child per candidate.
+
+Started by sandbox_fork.py as `python -I -S sandbox_zygote.py CONTROL_FD`, as root inside bubblewrap with only the
+capabilities it needs (setuid/setgid for the uid drop, sys_admin and net_admin for the namespaces). Standard library
+only. It never runs candidate code. For each message on the control socket (the harness limits, with the child's
+request, reply, stdout, status and kill descriptors) it forks:
+
+    supervisor  unshares mount, PID, IPC and network namespaces, mounts a fresh tmpfs on /tmp, brings loopback up;
+                waits for the namespace's first process, or kills it when the verifier closes the kill pipe; then
+                reports {"reaped": true}: the PID namespace is empty.
+    init        PID 1 of the new namespace: mounts its /proc, forks the candidate, reaps orphans, reports the
+                candidate's {"exit": status} and ends, which makes the kernel kill whatever is left in the namespace.
+    candidate   the harness (code_harness.serve): sets rlimits, drops to the candidate's own uid, runs the code.
+
+A failure before the candidate starts is reported as {"error": ...} on the status pipe. The candidate holds neither
+the status nor the kill pipe, nor the control socket, so it can forge none of these reports.
+"""
+
+import atexit
+import ctypes
+import fcntl
+import gc
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import code_harness  # noqa: E402
+from code_protocol import write_message  # noqa: E402
+
+# Modules that solutions commonly import: loaded once here, so each candidate finds them warm.
+WARM_MODULES = ("bisect", "collections", "functools", "heapq", "itertools", "math", "re", "string", "typing")
+
+CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWIPC, CLONE_NEWNET = 0x00020000, 0x20000000, 0x08000000, 0x40000000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
+SIOCSIFFLAGS, IFF_UP, IFF_LOOPBACK, IFF_RUNNING = 0x8914, 0x1, 0x8, 0x40
+LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+
+
+def isolate(tmp_mb: int) -> None:
+    """Fresh namespaces for one candidate, and an empty tmpfs of its own on /tmp."""
+    _check(LIBC.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET), "unshare")
+    _check(LIBC.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "making mounts private")
+    options = f"size={int(tmp_mb)}m,mode=1777".encode()
+    _check(LIBC.mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, options), "mounting /tmp")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:  # a new network namespace has loopback down
+        fcntl.ioctl(probe, SIOCSIFFLAGS, struct.pack("16sh22x", b"lo", IFF_UP | IFF_LOOPBACK | IFF_RUNNING))
+
+
+def supervise(job: dict, request_r: int, reply_w: int, stdout_w: int, status_w: int, kill_r: int) -> None:
+    try:
+        isolate(job["tmp_mb"])
+        pid = os.fork()
+    except OSError as exc:
+        write_message(status_w, {"error": f"the sandbox could not isolate the candidate: {exc}"})
+        return
+    if pid == 0:
+        try:
+            os.close(kill_r)
+            init(job, request_r, reply_w, stdout_w, status_w)
+        finally:
+            os._exit(70)
+    for fd in (request_r, reply_w, stdout_w):
+        os.close(fd)
+    pidfd = os.pidfd_open(pid)
+    ready = select.select([pidfd, kill_r], [], [])[0]
+    if pidfd not in ready:  # the verifier closed the kill pipe (deadline, or it ended): the whole namespace goes
+        os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)  # returns once every process of the namespace is gone
+    write_message(status_w, {"reaped": True})
+
+
+def init(job: dict, request_r: int, reply_w: int, stdout_w: int, status_w: int) -> None:
+    try:
+        _check(LIBC.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mounting /proc")
+        pid = os.fork()
+    except OSError as exc:
+        write_message(status_w, {"error": f"the sandbox could not isolate the candidate: {exc}"})
+        return
+    if pid == 0:
+        try:
+            os.close(status_w)
+            run_candidate(job, request_r, reply_w, stdout_w)
+        finally:
+            os._exit(70)
+    for fd in (request_r, reply_w, stdout_w):
+        os.close(fd)
+    while True:
+        child, status = os.wait()  # orphans of the namespace are reaped here too
+        if child == pid:
+            write_message(status_w, {"exit": os.waitstatus_to_exitcode(status)})
+            return
+
+
+def run_candidate(job: dict, request_r: int, reply_w: int, stdout_w: int) -> None:
+    """The harness, then what an interpreter does when it exits: wait for threads, atexit, flush, exit status."""
+    os.dup2(stdout_w, 1)
+    os.close(stdout_w)
+    code = 0
+    try:
+        code_harness.serve(request_r, reply_w, job["limits"])
+    except SystemExit as exc:
+        code = exit_code(exc)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    try:
+        threading = sys.modules.get("threading")
+        if threading is not None:
+            threading._shutdown()
+        atexit._run_exitfuncs()
+    except SystemExit as exc:
+        code = exit_code(exc)
+    except BaseException:
+        pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            code = code or 120  # as an interpreter does when it cannot flush stdout at exit
+    os._exit(code & 0xFF)
+
+
+def exit_code(exc: SystemExit) -> int:
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code
+    try:
+        print(exc.code, file=sys.stderr)
+    except BaseException:
+        pass
+    return 1
+
+
+def main() -> None:
+    control = socket.socket(fileno=int(sys.argv[1]))
+    for name in WARM_MODULES:
+        __import__(name)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # supervisors are reaped by the kernel
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    control.send(b"started")
+    os.dup2(devnull, 2)  # stderr was for start-up failures only
+    os.close(devnull)
+    gc.freeze()  # the children share these pages until they write them
+    while True:
+        message, fds, _, _ = socket.recv_fds(control, 1 << 16, 5)
+        if not message:
+            return
+        if len(fds) == 5 and os.fork() == 0:
+            try:
+                control.close()
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                supervise(json.loads(message), *fds)
+            finally:
+                os._exit(0)
+        for fd in fds:
+            os.close(fd)
+
+
+if __name__ == "__main__":
+    main()
