@@ -78,6 +78,11 @@ class GRPOExtConfig(GRPOConfig):
         kl_target (`float` or `None`): when set, beta adapts to keep the per-sequence KL near this target
             (Ziegler et al. 2019): beta *= 1 + clip(KL / target - 1, -0.2, 0.2) * n / kl_horizon.
         kl_horizon (`int`, defaults to `10000`): horizon of the adaptive controller, in completions.
+
+    Rewards:
+        overlap_rewards (`bool`, defaults to `True`): reward functions built by `as_reward_function` start verifying
+            a batch right after generation, on a background thread, while the log-prob forwards run; their rewards
+            are collected where stock computes rewards. Same rewards as `False`; other reward functions run as stock.
     """
 
     advantage_estimator: str = field(
@@ -113,6 +118,13 @@ class GRPOExtConfig(GRPOConfig):
     )
     kl_horizon: int = field(
         default=10000, metadata={"help": "Horizon of the adaptive KL coefficient, in completions."}
+    )
+    overlap_rewards: bool = field(
+        default=True,
+        metadata={
+            "help": "Verifier rewards (as_reward_function) start right after generation and run while the log-prob "
+            "forwards do; the rewards are the same as without. Other reward functions run as stock runs them."
+        },
     )
 
     def __post_init__(self):

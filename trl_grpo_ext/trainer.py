@@ -8,6 +8,9 @@ Thin overrides, each delegating to stock for the rest (docs/trl_hooks.md describ
 - `_compute_loss` delegates to stock when the KL term is stock's k3; otherwise it runs stock with the KL switched off
   and adds `beta * KL` aggregated with the loss type's own normaliser (the loss is linear in its per-token terms).
 
+With `overlap_rewards`, `_generate` submits the verifier rewards right after generation and `_calculate_rewards`
+collects them, so verification runs while the log-prob forwards do (`reward_overlap.py`).
+
 With an adaptive coefficient (`kl_target`), `AdaptiveKLState` carries beta into each checkpoint's trainer state and
 `_load_callback_state` restores it on resume.
 """
@@ -31,6 +34,7 @@ from trl.models.utils import disable_gradient_checkpointing
 from .advantages import advantage_metrics, compute_advantages
 from .config import GRPOExtConfig
 from .kl import kl_divergence
+from .reward_overlap import RewardOverlap, can_overlap
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +86,7 @@ class GRPOExtTrainer(GRPOTrainer):
     """Drop-in `GRPOTrainer` whose advantage and KL estimators are chosen in `GRPOExtConfig`."""
 
     _tag_names = ["trl", "grpo", "trl-grpo-ext"]
+    _reward_overlap: RewardOverlap | None = None  # set for the duration of one _generate_and_score_completions
 
     def __init__(self, model, reward_funcs=None, args: GRPOExtConfig | None = None, **kwargs):
         if args is None:
@@ -133,13 +138,40 @@ class GRPOExtTrainer(GRPOTrainer):
 
     # --- rewards and advantages ---
 
+    @contextmanager
+    def _overlapping_rewards(self, inputs):
+        """While active, `_generate` submits the verifier rewards; on exit, any that were not collected are joined."""
+        if not self.args.overlap_rewards or not any(map(can_overlap, self.reward_funcs)):
+            yield
+            return
+        self._reward_overlap = RewardOverlap(self.reward_funcs, inputs)
+        try:
+            yield
+        finally:
+            overlap, self._reward_overlap = self._reward_overlap, None
+            overlap.close()
+
+    def _generate(self, prompts):
+        generated = super()._generate(prompts)
+        if self._reward_overlap is not None:  # stock decoded the completions: start verifying them now
+            _, completion_ids, _, completions, _, extra_fields, _, _ = generated
+            self._reward_overlap.submit(prompts, completions, completion_ids, extra_fields)
+        return generated
+
     def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
-        rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        reward_funcs = self.reward_funcs
+        if self._reward_overlap is not None:  # stock calls a collector of each submitted batch in its place
+            self.reward_funcs = self._reward_overlap.stand_ins()
+        try:
+            rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+        finally:
+            self.reward_funcs = reward_funcs
         self._gathered_rewards_per_func = rewards_per_func
         return rewards_per_func
 
     def _generate_and_score_completions(self, inputs):
-        output = super()._generate_and_score_completions(inputs)
+        with self._overlapping_rewards(inputs):
+            output = super()._generate_and_score_completions(inputs)
         mode = "train" if self.model.training else "eval"
         group_size = self.num_generations if mode == "train" else self.num_generations_eval
         if self.multi_objective_aggregation == "normalize_then_sum":  # stock's advantages (config allows only grpo)

@@ -111,6 +111,11 @@ def as_reward_function(
     The verifier is built here (an unknown name, an option it does not accept or a bad value fails now, not
     mid-training) and kept as `reward.verifier`; its worker processes start on first use (or at
     `reward.verifier.start(wait=False)`, in the background), and `reward.verifier.close()` stops them.
+
+    `reward.submit(**call)` starts verifying a batch on a thread of its own and returns a `PendingReward` at once;
+    `reward.collect(pending, **call)` waits for it and returns what `reward(**call)` returns, with the same logging
+    and the same failure count (`reward(**call)` is `collect(submit(**call), **call)`, verified on the caller's
+    thread). `GRPOExtTrainer` uses them to verify while its log-prob forwards run (`overlap_rewards`).
     """
     if not isinstance(reference_column, str) or not reference_column:
         raise ValueError(f"reference_column must be a non-empty column name, got {reference_column!r}.")
@@ -122,11 +127,11 @@ def as_reward_function(
     verifier = get_verifier(name, **verifier_options)
     watch = _FailureWatch(name, max_failed_batches)
 
-    def reward(prompts: Sequence[Any] | None = None, completions: Sequence[Any] = (), **columns: Any):
-        log_metric = columns.pop("log_metric", None)
-        log_extra = columns.pop("log_extra", None)
+    def prepare(prompts: Sequence[Any] | None = None, completions: Sequence[Any] = (), **columns: Any):
+        """The batch's completions and references, checked, as a `PendingReward` that has not started."""
         if reference_column not in columns:
-            available = sorted(k for k in columns if k not in ("trainer_state", "completion_ids", "environments"))
+            ignored = ("trainer_state", "completion_ids", "environments", "log_metric", "log_extra")
+            available = sorted(k for k in columns if k not in ignored)
             raise KeyError(
                 f"reward function {reward.__name__!r} needs the dataset column {reference_column!r} "
                 f"(reference_column); the batch has columns {available}."
@@ -137,7 +142,27 @@ def as_reward_function(
                 f"reward function {reward.__name__!r} got {len(completions)} completions and {len(references)} "
                 f"values in column {reference_column!r}; pass one reference per completion."
             )
-        results, asked = _score(verifier, completions, references)
+        return PendingReward(verifier, completions, references)
+
+    def submit(prompts: Sequence[Any] | None = None, completions: Sequence[Any] = (), **columns: Any):
+        """Start verifying the batch on a thread of its own and return at once; `collect` gives the rewards."""
+        pending = prepare(prompts, completions, **columns)
+        pending.start()
+        return pending
+
+    def collect(pending: PendingReward, **call: Any) -> list[float | None]:
+        """The rewards of a submitted batch, logged through the call's `log_metric` / `log_extra`.
+
+        `call` is what the trainer passes to the reward function; when its completions or references are not those
+        submitted, the submitted work is dropped and the call's batch is verified now, so the rewards are always
+        those of the call.
+        """
+        log_metric = call.pop("log_metric", None)
+        log_extra = call.pop("log_extra", None)
+        if "completions" in call and not pending.made_from(call["completions"], call.get(reference_column)):
+            pending.cancel()
+            pending = prepare(**call)
+        results, asked = pending.wait()
         _warn_internal_errors(name, results)
         if log_metric is not None:
             for metric, value in _reason_shares(results).items():
@@ -148,9 +173,71 @@ def as_reward_function(
         watch.record(asked)
         return [r.score for r in results]
 
+    def reward(prompts: Sequence[Any] | None = None, completions: Sequence[Any] = (), **columns: Any):
+        # collect(submit(...)) without the thread: a serial call verifies on the caller's thread.
+        return collect(prepare(prompts, completions, **columns), **columns)
+
     reward.__name__ = reward.__qualname__ = f"{name}_reward"
     reward.verifier = verifier  # type: ignore[attr-defined]
+    reward.submit = submit  # type: ignore[attr-defined]
+    reward.collect = collect  # type: ignore[attr-defined]
     return reward
+
+
+class PendingReward:
+    """A batch handed to a verifier reward function's `submit`: its verification runs on a thread of its own from
+    `start()` (or on the thread that waits, if never started) and `wait()` returns its results.
+
+    `cancel()` waits for a started verification to end (a batch inside the verifier cannot be interrupted), so no
+    thread outlives the code that dropped the batch.
+    """
+
+    def __init__(self, verifier: Any, completions: list[Any], references: list[Any]):
+        self.completions, self.references = completions, references
+        self._verifier = verifier
+        self._thread: threading.Thread | None = None
+        self._outcome: tuple[list[VerificationResult], list[VerificationResult]] | None = None
+        self._error: BaseException | None = None
+
+    def start(self) -> None:
+        if self._thread is None and self._outcome is None:
+            self._thread = threading.Thread(target=self._run, name="verifier-reward", daemon=True)
+            self._thread.start()
+
+    def wait(self) -> tuple[list[VerificationResult], list[VerificationResult]]:
+        """Every item's result, and the results of the items the verifier was asked about (see `_score`)."""
+        if self._thread is None:
+            if self._outcome is None:
+                self._run()
+        else:
+            self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._outcome  # type: ignore[return-value]
+
+    def cancel(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+
+    def made_from(self, completions: Any, references: Any) -> bool:
+        """Whether a call's completions and references are those this batch verifies."""
+        try:
+            return _same_items(self.completions, completions) and _same_items(self.references, references)
+        except Exception:  # items whose == is not a bool (arrays): verify the call's batch instead
+            return False
+
+    def _run(self) -> None:
+        try:
+            self._outcome = _score(self._verifier, self.completions, self.references)
+        except BaseException as exc:  # _score does not raise; anything else reaches the collecting thread
+            self._error = exc
+
+
+def _same_items(kept: list[Any], given: Any) -> bool:
+    if given is None:
+        return False
+    given = list(given)
+    return len(kept) == len(given) and all(a is b or bool(a == b) for a, b in zip(kept, given))
 
 
 def _score(

@@ -339,3 +339,73 @@ class TypeChecked(Verifier):
 def test_a_type_error_from_a_class_verifier_becomes_a_value_error_naming_the_options():
     with pytest.raises(ValueError, match=r"rejected the options \{'limit': '5'\}.*accepted options: limit"):
         as_reward_function("type_checked_for_reward_tests", limit="5")
+
+
+# -- submit / collect: the same batch verified in the background ------------------------------------------------------
+
+
+def test_submit_then_collect_gives_what_a_call_gives(math_reward):
+    completions, answers = [r"\boxed{1}", "nothing", r"\boxed{3}", 7], ["1", "2", None, "7"]
+    metrics, extra = {}, {}
+    pending = math_reward.submit(prompts=[None] * 4, completions=completions, answer=answers)
+    rewards = math_reward.collect(
+        pending, completions=completions, answer=answers, log_metric=metrics.__setitem__, log_extra=extra.__setitem__
+    )
+    serial_metrics, serial_extra = {}, {}
+    serial = math_reward(
+        completions=completions,
+        answer=answers,
+        log_metric=serial_metrics.__setitem__,
+        log_extra=serial_extra.__setitem__,
+    )
+    assert rewards == serial == [1.0, 0.0, None, 0.0]
+    assert metrics == serial_metrics and extra == serial_extra
+
+
+def test_submit_verifies_on_a_thread_of_its_own():
+    threads = []
+
+    @register_verifier("records_thread_for_reward_tests", override=True)
+    def records_thread(completion, reference):
+        import threading
+
+        threads.append(threading.current_thread().name)
+        return 1.0
+
+    reward = as_reward_function("records_thread_for_reward_tests")
+    assert reward.collect(reward.submit(completions=["a"], answer=["a"])) == [1.0]
+    assert reward(completions=["a"], answer=["a"]) == [1.0]
+    assert threads == ["verifier-reward", "MainThread"]
+
+
+def test_collect_with_another_batch_verifies_that_batch():
+    reward = as_reward_function("exact_for_reward_tests")
+    pending = reward.submit(completions=["a", "b"], answer=["a", "a"])
+    assert reward.collect(pending, completions=["a", "b"], answer=["b", "b"]) == [0.0, 1.0]
+    pending = reward.submit(completions=["a", "b"], answer=["a", "a"])
+    assert reward.collect(pending, completions=["b", "b"], answer=["a", "a"]) == [0.0, 0.0]
+
+
+def test_submit_checks_the_batch_at_once():
+    reward = as_reward_function("exact_for_reward_tests", reference_column="target")
+    with pytest.raises(KeyError, match="target"):
+        reward.submit(completions=["a"], answer=["a"])
+    with pytest.raises(ValueError, match="2 completions and 1 values"):
+        reward.submit(completions=["a", "b"], target=["a"])
+
+
+def test_failures_count_the_same_through_submit_and_collect():
+    reward = as_reward_function("fails_on_request_for_reward_tests", max_failed_batches=2)
+    assert reward.collect(reward.submit(completions=["fail"], answer=["x"])) == [None]
+    with pytest.raises(RuntimeError, match="2 batches in a row"):
+        reward(completions=["fail"], answer=["x"])
+    assert reward.collect(reward.submit(completions=["fail"], answer=["x"])) == [None]
+    with pytest.raises(RuntimeError, match="2 batches in a row"):
+        reward.collect(reward.submit(completions=["fail"], answer=["x"]))
+
+
+def test_cancel_waits_for_the_verification():
+    reward = as_reward_function("fails_on_request_for_reward_tests")
+    pending = reward.submit(completions=["x"] * 50, answer=["x"] * 50)
+    pending.cancel()
+    assert pending._thread is not None and not pending._thread.is_alive()
