@@ -26,6 +26,17 @@ import socket
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from code_formats_calls import run_calls  # noqa: E402
+from code_formats_modules import JUDGE_MODULE, ImportRewriter, count_tests, is_test_module, run_test_module  # noqa: E402
+from code_formats_pytest import make_stand_in  # noqa: E402
+from code_formats_units import (  # noqa: E402
+    CandidateFailure,
+    CandidateGone,
+    UnitTally,
+    UnsupportedTest,
+    candidate_raised,
+    describe,
+)
 from code_protocol import (  # noqa: E402
     MAX_MESSAGE_BYTES,  # noqa: E402
     LineReader,
@@ -36,21 +47,9 @@ from code_protocol import (  # noqa: E402
     write_message,
 )
 
+TEST_FILE = "<test>"
 # Importing these has side effects a test never needs; a candidate could name them as its "module" globals.
 UNIMPORTABLE = {"antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo"}
-
-
-class CandidateFailure(Exception):
-    """The candidate raised, sent something that is not plain data, or its sandbox ended."""
-
-
-class UnsupportedTest(Exception):
-    """The test passes the candidate something that cannot travel as plain data (a lambda, a file, ...)."""
-
-
-def describe(exc: BaseException) -> str:
-    message = str(exc)[:200]
-    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
 class ReferenceFault(Exception):
@@ -62,10 +61,15 @@ def reference_fault(exc: BaseException, session: "Session") -> str | None:
 
     A NameError for any other name is the candidate's: it did not define the function the test calls.
     """
-    if isinstance(exc, (CandidateFailure, UnsupportedTest)):
+    if isinstance(exc, UnsupportedTest):
+        return str(exc)
+    if isinstance(exc, CandidateFailure):
         return None
     if isinstance(exc, ImportError):
-        return f"the test code cannot import what it needs: {describe(exc)}"
+        hint = ""
+        if isinstance(exc, ModuleNotFoundError) and exc.name and exc.name not in sys.stdlib_module_names:
+            hint = f" (if {exc.name!r} is the solution's module, pass solution_module={exc.name!r})"
+        return f"the test code cannot import what it needs: {describe(exc)}{hint}"
     if isinstance(exc, NameError):
         name = getattr(exc, "name", None)
         if name in sys.stdlib_module_names:
@@ -93,25 +97,25 @@ class Session:
             message, self.gone = None, f"unreadable reply: {describe(exc)}"
         if message is None:
             self.gone = self.gone or "the candidate sandbox ended"
-            raise CandidateFailure(self.gone)
+            raise CandidateGone(self.gone)
         return message
 
     def request(self, op: str, target: dict, **fields):
         self.touched = True
         if self.gone:
-            raise CandidateFailure(self.gone)
+            raise CandidateGone(self.gone)
         self.next_id += 1
         try:
             write_message(self.request_fd, {"id": self.next_id, "op": op, "target": target, **fields})
         except OSError as exc:
             self.gone = f"the candidate sandbox stopped reading ({exc})"
-            raise CandidateFailure(self.gone) from None
+            raise CandidateGone(self.gone) from None
         reply = self.read_message()
         if reply.get("id") != self.next_id or type(reply.get("ok")) is not bool:
             self.gone = "reply out of sequence"
-            raise CandidateFailure(self.gone)
+            raise CandidateGone(self.gone)
         if not reply["ok"]:
-            raise CandidateFailure(str(reply.get("error"))[:300])
+            raise candidate_raised(str(reply.get("error"))[:300])
         try:
             return reply, decode(reply.get("value"), self.make_handle)
         except (ProtocolError, MemoryError, RecursionError) as exc:
@@ -232,73 +236,208 @@ def _stdlib_module(name: str):
         return None
 
 
+_UNBOUND = object()
+RESERVED = {"pytest"}  # the test's own tools: a candidate name never replaces them
+
+
 def bind_candidate(session: Session, kinds: dict, referenced: set) -> dict:
     """The test's namespace: candidate callables as proxies, its stdlib imports re-imported here, values fetched.
 
     Names of builtins are never bound, and a name of a standard-library module is always the real module: a candidate
     defining `sorted`, or a `math` whose `isclose` always agrees, must not rewrite the test's own tools.
     """
-    namespace = {"__name__": "__judge__", "__builtins__": builtins}
+    namespace = {"__name__": JUDGE_MODULE, "__builtins__": builtins}
     for name, kind in kinds.items():
         if not isinstance(name, str) or not name.isidentifier() or hasattr(builtins, name) or name not in referenced:
             continue
-        if name in sys.stdlib_module_names:
-            kind = f"module:{name}"
-        if kind == "callable":
-            namespace[name] = RemoteObject(session, {"name": name})
-        elif isinstance(kind, str) and kind.startswith("module:"):
-            module = _stdlib_module(kind.split(":", 1)[1])
-            if module is not None:
-                namespace[name] = module
-                if name not in sys.stdlib_module_names:
-                    session.touched = True  # the candidate chose what this name is: `import math as add`
-        elif kind == "value":
-            namespace[name] = session.request("get", {"name": name})[1]
+        value = bind_name(session, name, kind) if name not in RESERVED else _UNBOUND
+        if value is not _UNBOUND:
+            namespace[name] = value
     return namespace
 
 
+def bind_name(session: Session, name: str, kind):
+    """What the test sees for one of the candidate's names (`_UNBOUND` for a module it must not import)."""
+    if name in sys.stdlib_module_names:
+        kind = f"module:{name}"
+    if kind == "callable":
+        return RemoteObject(session, {"name": name})
+    if isinstance(kind, str) and kind.startswith("module:"):
+        module = _stdlib_module(kind.split(":", 1)[1])
+        if module is not None and name not in sys.stdlib_module_names:
+            session.touched = True  # the candidate chose what this name is: `import math as add`
+        return _UNBOUND if module is None else module
+    if kind == "value":
+        return session.request("get", {"name": name})[1]
+    return _UNBOUND
+
+
+class CandidateModule:
+    """The solution's module in a test module: `import solution` binds it, `from solution import f` reads `f` from it.
+    Reading a name the completion does not define raises ImportError, as importing it would."""
+
+    def __init__(self, session: Session, kinds: dict, module: str):
+        self._session, self._kinds, self._module = session, kinds, module
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        value = bind_name(self._session, name, self._kinds[name]) if name in self._kinds else _UNBOUND
+        if value is _UNBOUND:
+            raise candidate_raised(f"ImportError: cannot import name {name!r} from {self._module!r}")
+        return value
+
+    def star(self, names: dict, referenced: set) -> None:
+        """`from solution import *`: the public names the test uses."""
+        bound = bind_candidate(self._session, self._kinds, referenced)
+        names.update({k: v for k, v in bound.items() if not k.startswith("_")})
+
+    @staticmethod
+    def unsupported(path: str):
+        raise UnsupportedTest(f"the test imports {path!r}: only the solution's module itself comes from the candidate")
+
+
+def candidate_class_name(obj) -> str | None:
+    """The name of a candidate class given to pytest.raises (its exceptions are matched by that name)."""
+    if isinstance(obj, RemoteObject) and "name" in obj._target:
+        return obj._target["name"]
+    return None
+
+
 def judge(job: dict, session: Session) -> dict:
-    """Run the test code of `job` against the candidate; returns the tally as plain data."""
-    try:
-        tree = ast.parse(job["test"])
-    except SyntaxError as exc:
-        return {"unusable": f"the test code does not parse: {exc}"}
-    recorder = AssertRecorder()
-    tree = ast.fix_missing_locations(recorder.visit(tree))
-    if not recorder.lines:
-        return {"unusable": "the test code has no assert statement"}
+    """Run the test of `job` against the candidate, in the format its reference has; the verdict as plain data."""
+    recorder = None
+    if job.get("format") == "calls":
+        kind, tree, total = "calls", None, len(job.get("cases") or ())
+    else:
+        try:
+            tree = ast.parse(job["test"])
+        except SyntaxError as exc:
+            return {"unusable": f"the test code does not parse: {exc}"}
+        if not job.get("entry_point") and is_test_module(tree):
+            kind, total = "tests", count_tests(tree)
+        else:
+            recorder = AssertRecorder()
+            kind, tree = "asserts", ast.fix_missing_locations(recorder.visit(tree))
+            if not recorder.lines:
+                return {"unusable": "the test code has no assert statement"}
+            total = len(recorder.lines)
+    started = start_candidate(session)
+    if "globals" not in started:
+        return {"total": total, **started}
+    if kind == "calls":
+        return judge_calls(job, session, started["globals"])
+    if kind == "tests":
+        return judge_test_module(job, session, tree, started["globals"])
+    return judge_asserts(job, session, tree, recorder, started["globals"])
+
+
+def start_candidate(session: Session) -> dict:
+    """{"globals": the candidate's names and kinds} once its sandbox is set up and its code loaded; else a verdict."""
     try:
         setup = session.read_message()  # written by the harness before the candidate runs
-    except CandidateFailure as exc:
+    except CandidateGone as exc:
         return {"internal": f"the sandbox ended before running the candidate ({exc})"}
     if setup.get("setup") != "ok":
         return {"internal": f"the sandbox could not set up the candidate's limits: {str(setup.get('error'))[:300]}"}
     ready = session.read_message()
     if ready.get("ready") is not True or type(ready.get("globals")) is not dict:
-        return {"total": len(recorder.lines), "passed": 0, "error": f"candidate_error: {ready.get('error')}"}
+        return {"passed": 0, "error": f"candidate_error: {ready.get('error')}"}
+    return {"globals": ready["globals"]}
+
+
+def judge_asserts(job: dict, session: Session, tree: ast.Module, recorder: AssertRecorder, kinds: dict) -> dict:
+    """Assert-style test code, or HumanEval's `check(candidate)`: each assert statement counts."""
     tally = Tally(recorder.lines, session)
     referenced = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     entry_point = job.get("entry_point")
     error = None
     try:
-        namespace = bind_candidate(session, ready["globals"], referenced)
+        namespace = bind_candidate(session, kinds, referenced)
         namespace["__judge_assert__"] = tally
-        exec(compile(tree, "<test>", "exec"), namespace)
+        exec(compile(tree, TEST_FILE, "exec"), namespace)
         if entry_point:
             check = namespace.get(job.get("check_name") or "check")
             if not callable(check) or isinstance(check, RemoteObject):
                 return {"unusable": "the test code names an entry point but defines no check(candidate) function"}
-            if ready["globals"].get(entry_point) != "callable":
+            if kinds.get(entry_point) != "callable":
                 raise CandidateFailure(f"the completion defines no function {entry_point!r}")
             check(RemoteObject(session, {"name": entry_point}))
     except (UnsupportedTest, ReferenceFault) as exc:
         return {"unusable": str(exc)}
+    except CandidateGone as exc:  # the remaining asserts did not run: they have not passed
+        error = f"candidate_error: {exc}"
     except Exception as exc:
         fault = reference_fault(exc, session)
         if fault:
             return {"unusable": fault}
         error = f"{type(exc).__name__}: {str(exc)[:300]}"
     return {"total": len(recorder.lines), "passed": tally.passed(), "failures": tally.failures, "error": error}
+
+
+def judge_test_module(job: dict, session: Session, tree: ast.Module, kinds: dict) -> dict:
+    """pytest-style and unittest test modules (code_formats_modules.py): each test function or method counts.
+
+    The solution's module (`solution` unless the job says otherwise) is the candidate: `from solution import f` binds
+    a proxy of its `f`, as `import solution` binds one of the module; `import pytest` binds the stand-in."""
+    module = job.get("module") or "solution"
+    tree = ast.fix_missing_locations(ImportRewriter(module).visit(tree))
+    referenced = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    tally = UnitTally(lambda exc: reference_fault(exc, session))
+    try:
+        namespace = bind_candidate(session, kinds, referenced)
+        solution = CandidateModule(session, kinds, module)
+        namespace.update(
+            __judge_import__=solution.__getattr__, __judge_module__=lambda: solution,
+            __judge_star__=lambda names: solution.star(names, referenced),
+            __judge_unsupported__=CandidateModule.unsupported, __judge_pytest__=make_stand_in(candidate_class_name),
+        )  # fmt: skip
+        exec(compile(tree, TEST_FILE, "exec"), namespace)
+    except UnsupportedTest as exc:
+        return {"unusable": str(exc)}
+    except (Exception, CandidateGone) as exc:  # pytest fails every test of a module that does not load
+        fault = None if isinstance(exc, CandidateGone) else reference_fault(exc, session)
+        if fault:
+            return {"unusable": fault}
+        return {"total": count_tests(tree), "passed": 0, "error": f"candidate_error: {describe(exc)}"}
+    try:
+        run_test_module(namespace, tally, TEST_FILE)
+    except UnsupportedTest as exc:
+        return {"unusable": str(exc)}
+    return tally.verdict()
+
+
+def judge_calls(job: dict, session: Session, kinds: dict) -> dict:
+    """Call-based cases (code_formats_calls.py): `fn_name`, or the method of that name of a fresh `Solution()` when
+    the completion defines `class Solution`, as the APPS and LiveCodeBench graders do; each case counts."""
+    try:
+        cases = decode(job["cases"])
+    except (ProtocolError, KeyError) as exc:
+        return {"unusable": f"malformed call-based cases: {exc}"}
+    name = str(job.get("fn_name"))
+    found = []
+
+    def method():
+        if not found:
+            try:
+                if kinds.get("Solution") == "callable":
+                    found.append(getattr(RemoteObject(session, {"name": "Solution"})(), name))
+                elif kinds.get(name) == "callable":
+                    found.append(RemoteObject(session, {"name": name}))
+                else:
+                    raise CandidateFailure(f"the completion defines no function {name!r} and no class Solution")
+            except (Exception, CandidateGone) as exc:
+                found.append(exc)
+        if isinstance(found[0], BaseException):
+            raise found[0]
+        return found[0]
+
+    tally = UnitTally(lambda exc: reference_fault(exc, session))
+    run_calls(cases, method, job.get("compare"), tally)
+    verdict = tally.verdict()
+    if found and isinstance(found[0], BaseException) and "unusable" not in verdict:
+        verdict["error"] = f"candidate_error: {describe(found[0])}"
+    return verdict
 
 
 def apply_limits(job: dict) -> None:
@@ -320,7 +459,7 @@ def run_job(job_fd: int, request_fd: int, reply_fd: int) -> None:
     session = Session(request_fd, reply_fd)
     try:
         verdict = judge(job, session)
-    except CandidateFailure as exc:
+    except (CandidateFailure, CandidateGone) as exc:
         verdict = {"total": None, "passed": 0, "error": f"candidate_error: {exc}"}
     os.close(request_fd)  # end of file tells the candidate harness to exit
     write_message(job_fd, verdict)

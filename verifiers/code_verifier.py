@@ -5,7 +5,11 @@ verifier = get_verifier("code", timeout_s=5, partial_credit=False)
 verifier.verify(completion, "assert add(1, 2) == 3")                                   # assert-style (MBPP)
 verifier.verify(completion, {"test": "def check(candidate): ...", "entry_point": "add"})  # HumanEval
 verifier.verify(completion, [{"input": "1 2\\n", "output": "3\\n"}])                     # stdin/stdout
+verifier.verify(completion, "from solution import add\\ndef test_add(): assert add(1, 2) == 3")  # pytest, unittest
+verifier.verify(completion, {"fn_name": "add", "inputs": [[1, 2]], "outputs": [3]})     # call-based (APPS)
 ```
+
+Each format is detected from the reference (code_formats.py).
 
 The verdict is formed outside the sandbox (see code_judge.py and code_harness.py for why it cannot be forged) and the
 result's `details` say which isolation was in force (see sandbox_isolation.py for what each level protects against).
@@ -25,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .base import INTERNAL_ERROR, VerificationResult, Verifier, bad_completion, register_verifier
+from .code_formats import parse_reference
 from .code_runner import JudgeError, JudgeProcess, Outcome, run_function_tests, run_stdio_case
 from .deadline_pool import default_worker_count
 from .sandbox import Limits, SandboxError, SandboxPool, detect_isolation
@@ -43,64 +48,13 @@ def extract_code(completion: str) -> str:
     return completion
 
 
-def _text(value: Any) -> bool:
-    """A str that can travel to the sandbox (UTF-8, so no lone surrogates)."""
-    if not isinstance(value, str):
-        return False
-    try:
-        value.encode()
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def parse_reference(reference: Any) -> tuple[str, Any]:
-    """("functions", {"test", "entry_point"}) or ("stdio", [(input, output), ...]); ValueError when unusable.
-
-    Accepted: test code as a string; a list of assert strings (MBPP `test_list`); a dict with `test` (and
-    `entry_point` for HumanEval's `check(candidate)`) or MBPP's `test_list` / `test_setup_code` / `test_imports`;
-    stdin/stdout cases as `[{"input", "output"}, ...]` or `{"inputs": [...], "outputs": [...]}`.
-    """
-    if isinstance(reference, str):
-        return "functions", {"test": reference, "entry_point": None}
-    if isinstance(reference, list) and reference and all(isinstance(t, str) for t in reference):
-        return "functions", {"test": "\n".join(reference), "entry_point": None}
-    if isinstance(reference, list) and reference and all(isinstance(t, dict) for t in reference):
-        return "stdio", [_case(t.get("input"), t.get("output")) for t in reference]
-    if isinstance(reference, dict):
-        if "inputs" in reference and "outputs" in reference:
-            inputs, outputs = reference["inputs"], reference["outputs"]
-            if isinstance(inputs, list) and isinstance(outputs, list) and len(inputs) == len(outputs) and inputs:
-                return "stdio", [_case(i, o) for i, o in zip(inputs, outputs)]
-        if isinstance(reference.get("test"), str):
-            entry = reference.get("entry_point")
-            return "functions", {"test": reference["test"], "entry_point": entry if isinstance(entry, str) else None}
-        if isinstance(reference.get("test_list"), list):
-            parts = [
-                *(reference.get("test_imports") or []),
-                reference.get("test_setup_code") or "",
-                *reference["test_list"],
-            ]
-            if all(isinstance(p, str) for p in parts):
-                return "functions", {"test": "\n".join(parts), "entry_point": None}
-    raise ValueError(
-        f"unusable code reference of type {type(reference).__name__}: expected test code (str), a list of asserts, "
-        "{'test': ..., 'entry_point': ...}, or stdin/stdout cases [{'input': ..., 'output': ...}]"
-    )
-
-
-def _case(stdin: Any, stdout: Any) -> tuple[str, str]:
-    if not _text(stdin) or not _text(stdout):
-        raise ValueError(f"a stdin/stdout case needs string 'input' and 'output', got {stdin!r:.60} / {stdout!r:.60}")
-    return stdin, stdout
-
-
 @register_verifier("code")
 class CodeVerifier(Verifier):
     """Runs the completion's Python against unit tests in a sandbox; 1.0 when every test passes.
 
     `float_tolerance` (stdin/stdout cases only; default None, exact lines) accepts real-number tokens within
-    absolute-or-relative error `float_tolerance`, e.g. 1e-6 (see `code_runner.outputs_match`).
+    absolute-or-relative error `float_tolerance`, e.g. 1e-6 (see `code_runner.outputs_match`). `solution_module`
+    (default "solution") is the module pytest- and unittest-style tests import the solution from.
     """
 
     def __init__(
@@ -115,6 +69,7 @@ class CodeVerifier(Verifier):
         isolation: str = "auto",
         python: str | None = None,
         site_packages: bool = False,
+        solution_module: str = "solution",
     ):
         for name, value in (("timeout_s", timeout_s), ("memory_mb", memory_mb), ("max_processes", max_processes)):
             if not isinstance(value, (int, float)) or value <= 0:
@@ -137,6 +92,12 @@ class CodeVerifier(Verifier):
                 f"code verifier option site_packages={site_packages!r} must be True (the sandbox interpreter's "
                 "site-packages are importable, read-only) or False (standard library only, the default)."
             )
+        if not isinstance(solution_module, str) or not solution_module.isidentifier():
+            raise ValueError(
+                f"code verifier option solution_module={solution_module!r} must be a module name, the one test modules "
+                "import the solution from (`from solution import f`: 'solution', the default)."
+            )
+        self.solution_module = solution_module
         self.partial_credit = partial_credit
         self.float_tolerance = float_tolerance
         self.workers = workers or min(8, default_worker_count())  # sandboxes run at once, per training process
@@ -179,7 +140,7 @@ class CodeVerifier(Verifier):
 
     def _run(self, kind: str, tests: Any, code: str) -> Outcome:
         if kind == "functions":
-            return run_function_tests(self._pool, self._judge, code, tests)
+            return run_function_tests(self._pool, self._judge, code, {**tests, "module": self.solution_module})
         total, passed, first_error, failures = len(tests), 0, None, []
         for stdin, expected in tests:
             case = run_stdio_case(self._pool, code, stdin, expected, self.float_tolerance)
