@@ -186,11 +186,13 @@ class ForkedSandbox(SandboxProcess):
         return self.exit_status is not None or self.reaped or self.status_r < 0
 
     def finish(self, grace_s: float = 0.0) -> None:
-        """Kill the child's namespace (unless it ended within `grace_s`) and make sure nothing of its uid is left."""
+        """Kill the child's namespace, if it still lives, and make sure nothing of its uid is left.
+
+        No grace period: a sandbox process of its own gets one so that it can end by itself and spare the scan of
+        /proc by uid; here the supervisor's report spares it either way, and once the verdict is in, nothing the
+        candidate does while exiting can change it."""
         self._close_fds(self.request_w, self.reply_r, self.stdout_r)
         self.request_w = self.reply_r = self.stdout_r = -1
-        if grace_s > 0:
-            self._read_status(time.monotonic() + grace_s)
         self._close_fds(self.kill_w)  # the supervisor kills the namespace when this closes, if it still lives
         self.kill_w = -1
         confirmed = self._read_status(time.monotonic() + KILL_WAIT_S)
