@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sys
 
-from trl import TrlParser
+from script_help import script_parser  # examples/script_help.py, next to this script
 
 from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
 from trl_grpo_ext.datasets import arithmetic_dataset, arithmetic_format_warmup
@@ -86,7 +86,7 @@ def main(training_args: GRPOExtConfig) -> None:
 
 
 if __name__ == "__main__":
-    parser = TrlParser((GRPOExtConfig,))
+    parser = script_parser(__doc__, "custom_verifier.py", (GRPOExtConfig,))
     parser.set_defaults(**DEFAULTS)
     (args,) = parser.parse_args_and_config()
     main(args)

@@ -20,6 +20,7 @@ import sys
 from dataclasses import dataclass, field
 
 from accelerate import PartialState
+from script_help import script_parser  # examples/script_help.py, next to this script
 from trl import ModelConfig, ScriptArguments, TrlParser, get_peft_config
 
 from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
@@ -121,7 +122,7 @@ def main(script_args: CodeScriptArguments, training_args: GRPOExtConfig, model_a
 
 def parse_args() -> tuple[CodeScriptArguments, GRPOExtConfig, ModelConfig]:
     dataclass_types = (CodeScriptArguments, GRPOExtConfig, ModelConfig)
-    args = TrlParser(dataclass_types).parse_args_and_config()
+    args = script_parser(__doc__, "grpo_code.py", dataclass_types, TINY_DEFAULTS).parse_args_and_config()
     if args[2].model_name_or_path is None:  # the embedded tiny model: parse again with CPU-sized defaults
         parser = TrlParser(dataclass_types)
         parser.set_defaults(**TINY_DEFAULTS)

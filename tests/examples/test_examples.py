@@ -8,6 +8,7 @@ how many steps they trained on how many processes; the tests read that line and 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -74,6 +75,34 @@ def test_custom_verifier_two_steps(tmp_path, launch_args, processes):
     rewards = stdout.split("per logging step: ")[1].splitlines()[0]
     values = [float(v) for v in rewards.strip("[]").split(",")]
     assert len(values) == 2 and all(0.0 <= v <= 1.0 for v in values)
+
+
+@pytest.mark.slow
+def test_custom_verifier_learns_from_chance_with_its_defaults(tmp_path):
+    command = [sys.executable, str(EXAMPLES / "custom_verifier.py"), "--output_dir", str(tmp_path / "out")]
+    env = {**os.environ, "TRL_GRPO_EXT_CACHE": str(tmp_path / "cache")}
+    result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+    match = re.search(r"^Mean reward ([0-9.]+) \(steps 1-10\) -> ([0-9.]+) \(steps 291-300\)", result.stdout, re.M)
+    assert match, result.stdout[-3000:]
+    first, last = float(match[1]), float(match[2])
+    line = match[0]
+    assert first < 0.2 and last >= first + 0.2, line  # chance is 0.1; measured 0.10 -> 0.56 over 300 steps
+
+
+@pytest.mark.parametrize("script", ["grpo_math.py", "grpo_code.py", "custom_verifier.py"])
+def test_help_opens_with_the_script_config_and_extension_flags(script):
+    command = [sys.executable, str(EXAMPLES / script), "--help"]
+    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    head = result.stdout.splitlines()[:60]
+    assert head[0] == f"usage: python examples/{script} [--config FILE] [--FLAG VALUE ...]"
+    assert head[2].startswith(("GRPO on", "Register your own verifier"))  # the script's docstring
+    text = "\n".join(head)
+    assert "--config FILE: a YAML file" in text
+    for flag in ("--advantage_estimator (default: grpo)", "--kl_estimator (default: k3)", "--kl_placement"):
+        assert flag in text, flag
+    assert "--learning_rate LEARNING_RATE" in result.stdout  # and every TRL flag after
 
 
 @pytest.mark.slow

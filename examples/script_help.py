@@ -1,0 +1,60 @@
+"""`--help` for the example scripts: the script's docstring and the flags a newcomer looks for first (`--config`,
+the script's own, the extension's), then TRL's full list. Used by grpo_math.py, grpo_code.py and
+custom_verifier.py; they import it from this folder."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import textwrap
+
+from trl import GRPOConfig, TrlParser
+
+from trl_grpo_ext import GRPOExtConfig
+
+# Fields of TRL's ScriptArguments and ModelConfig that a newcomer sets first.
+HIGHLIGHTED = ("model_name_or_path", "dataset_name", "dataset_config", "dataset_train_split", "use_peft")
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """Keep the description's layout; add "(default: ...)" to every flag, as TRL's parser does."""
+
+
+def describe_fields(fields: list[dataclasses.Field]) -> list[str]:
+    lines = []
+    for f in fields:
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        text = f"--{f.name} (default: {default}): {f.metadata.get('help', '')}"
+        lines += textwrap.wrap(text, width=116, initial_indent="  ", subsequent_indent="      ")
+    return lines
+
+
+def script_parser(doc: str, script: str, dataclass_types: tuple, tiny_defaults: dict | None = None) -> TrlParser:
+    """A TrlParser whose --help opens with `doc`, `--config`, the extension's flags and the script's own flags (those
+    its first class declares, plus HIGHLIGHTED ones of TRL's classes), before every flag."""
+    stock = {f.name for f in dataclasses.fields(GRPOConfig)}
+    extension = [f for f in dataclasses.fields(GRPOExtConfig) if f.name not in stock]
+    script_fields = []
+    for i, dtype in enumerate(dataclass_types):
+        if dtype is not GRPOExtConfig:
+            own = vars(dtype).get("__annotations__", {}) if i == 0 else {}  # declared by the script itself
+            script_fields += [f for f in dataclasses.fields(dtype) if f.name in own or f.name in HIGHLIGHTED]
+    lines = [
+        doc.strip(),
+        "",
+        "--config FILE: a YAML file whose keys are any of the flags below (see examples/configs/);",
+    ]
+    lines += ["    flags given on the command line override the file's values."]
+    lines += ["", "The extension's flags (GRPOExtConfig; at their defaults the trainer computes what stock TRL does):"]
+    lines += describe_fields(extension)
+    if script_fields:
+        lines += ["", f"{script}'s own flags and the first ones to set:", *describe_fields(script_fields)]
+    if tiny_defaults:
+        settings = ", ".join(f"{k}={v}" for k, v in tiny_defaults.items())
+        text = f"Without --model_name_or_path (the embedded tiny model) these defaults apply instead of TRL's: {settings}."
+        lines += ["", *textwrap.wrap(text, 118)]
+    names = ", ".join(t.__name__ for t in dataclass_types)
+    text = f"Every flag follows, with TRL's help, class by class ({names}); the extension's come after GRPOConfig's."
+    lines += ["", *textwrap.wrap(text, 118)]
+    usage = f"python examples/{script} [--config FILE] [--FLAG VALUE ...]"
+    return TrlParser(dataclass_types, usage=usage, description="\n".join(lines), formatter_class=HelpFormatter)
