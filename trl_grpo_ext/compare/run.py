@@ -108,8 +108,11 @@ def run_all(
     try:
         for run in todo:
             index = runs.index(run)
-            if world_size > 1:  # a fresh rendezvous port per run: the previous run's may still be closing
+            if world_size > 1:
+                # A fresh rendezvous port per run (the previous run's may still be closing), on which the run's rank 0
+                # hosts the store: torchrun's agent store, the default, listens only on the launch's own port.
                 env["MASTER_PORT"] = str(base_port + 1 + index)
+                env["TORCHELASTIC_USE_AGENT_STORE"] = "False"
             seconds = train_run(run, task, output_dir, threads, launcher, env, bar if main else None)
             if main:
                 (output_dir / f"{run.run_id}.done.json").write_text(
