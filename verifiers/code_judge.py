@@ -371,7 +371,7 @@ def judge_asserts(job: dict, session: Session, tree: ast.Module, recorder: Asser
         fault = reference_fault(exc, session)
         if fault:
             return {"unusable": fault}
-        error = f"{type(exc).__name__}: {str(exc)[:300]}"
+        error = f"candidate_error: {describe(exc)}" if isinstance(exc, CandidateFailure) else describe(exc)
     return {"total": len(recorder.lines), "passed": tally.passed(), "failures": tally.failures, "error": error}
 
 
