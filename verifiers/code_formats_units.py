@@ -28,6 +28,10 @@ class UnsupportedTest(Exception):
     """The test needs something the verifier cannot give the candidate (a lambda argument, a built-in fixture, ...)."""
 
 
+class ReferenceFault(Exception):
+    """The test code itself cannot run (code_judge.reference_fault says when): the reference is unusable."""
+
+
 class Skipped(BaseException):
     """pytest.skip(), pytest.xfail() or a failed importorskip: the unit is not counted."""
 

@@ -6,8 +6,11 @@ candidate sandbox) and the reply pipe (from it). The test code runs here, never 
 candidate function becomes a request carrying its arguments, and the reply is decoded as plain builtin data, so the
 `==` of an assert is always the builtin one and the expected values never leave this process.
 
-Each `assert T` is rewritten to `__judge_assert__(k, lambda: T)`: a failing assert is recorded and the test goes on,
-which gives the fraction of assert statements passed (a statement passes when every execution of it passed).
+The test format decides what counts as one test: an assert statement (assert-style and HumanEval,
+code_formats_asserts.py), a test function or method (pytest-style and unittest modules, code_formats_modules.py), or
+a call (call-based cases, code_formats_calls.py). A candidate's exception reaches the test code with its builtin type
+(`pytest.raises(ValueError)` works); a sandbox that dies raises CandidateGone, which no test code can catch
+(code_formats_units.py).
 
 Test code that cannot run is the reference's fault, not the candidate's, and gives an `unusable` verdict: it does not
 parse, it imports a module this interpreter lacks, it uses a standard module it never imported, or it raises before
@@ -26,12 +29,14 @@ import socket
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from code_formats_asserts import AssertRecorder, Tally  # noqa: E402
 from code_formats_calls import run_calls  # noqa: E402
 from code_formats_modules import JUDGE_MODULE, ImportRewriter, count_tests, is_test_module, run_test_module  # noqa: E402
 from code_formats_pytest import make_stand_in  # noqa: E402
 from code_formats_units import (  # noqa: E402
     CandidateFailure,
     CandidateGone,
+    ReferenceFault,
     UnitTally,
     UnsupportedTest,
     candidate_raised,
@@ -50,10 +55,6 @@ from code_protocol import (  # noqa: E402
 TEST_FILE = "<test>"
 # Importing these has side effects a test never needs; a candidate could name them as its "module" globals.
 UNIMPORTABLE = {"antigravity", "this", "idlelib", "tkinter", "turtle", "turtledemo"}
-
-
-class ReferenceFault(Exception):
-    """The test code itself cannot run (see `reference_fault`)."""
 
 
 def reference_fault(exc: BaseException, session: "Session") -> str | None:
@@ -184,48 +185,6 @@ class RemoteObject:
         return f"<candidate {self._type_name}>"
 
 
-class AssertRecorder(ast.NodeTransformer):
-    """Rewrites `assert T, msg` into `__judge_assert__(k, lambda: T)`; asserts of a constant stay as they are."""
-
-    def __init__(self):
-        self.lines = []
-
-    def visit_Assert(self, node):
-        if isinstance(node.test, ast.Constant):
-            return node
-        self.lines.append(node.lineno)
-        thunk = ast.Lambda(args=ast.arguments([], [], None, [], [], None, []), body=node.test)
-        call = ast.Call(ast.Name("__judge_assert__", ast.Load()), [ast.Constant(len(self.lines) - 1), thunk], [])
-        return ast.copy_location(ast.Expr(call), node)
-
-
-class Tally:
-    """Outcome per assert statement: passes only if every execution passed."""
-
-    def __init__(self, lines, session):
-        self.lines = lines
-        self.session = session
-        self.status = {}
-        self.failures = []
-
-    def __call__(self, index, thunk):
-        try:
-            passed, why = bool(thunk()), "assertion is false"
-        except UnsupportedTest:
-            raise
-        except Exception as exc:
-            fault = reference_fault(exc, self.session)
-            if fault:
-                raise ReferenceFault(f"{fault} (assert on line {self.lines[index]})") from None
-            passed, why = False, f"{type(exc).__name__}: {str(exc)[:200]}"
-        self.status[index] = self.status.get(index, True) and passed
-        if not passed and len(self.failures) < 5:
-            self.failures.append({"line": self.lines[index], "error": why})
-
-    def passed(self):
-        return sum(self.status.values())
-
-
 def _stdlib_module(name: str):
     top = name.partition(".")[0]
     if top not in sys.stdlib_module_names or top in UNIMPORTABLE:
@@ -348,7 +307,7 @@ def start_candidate(session: Session) -> dict:
 
 def judge_asserts(job: dict, session: Session, tree: ast.Module, recorder: AssertRecorder, kinds: dict) -> dict:
     """Assert-style test code, or HumanEval's `check(candidate)`: each assert statement counts."""
-    tally = Tally(recorder.lines, session)
+    tally = Tally(recorder.lines, lambda exc: reference_fault(exc, session))
     referenced = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     entry_point = job.get("entry_point")
     error = None
