@@ -73,6 +73,22 @@ def test_bad_variant_stops_the_command_before_anything_trains(tmp_path, capsys):
     assert "x (" in capsys.readouterr().err and not out.exists()
 
 
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--variant", "x:max_steps=3"], "--variant x: max_steps is set by compare itself"),
+        (["--set", "per_device_train_batch_size=8"], "use --prompts_per_step"),
+        (["--variant", "a", "--variant", "a:beta=0"], "each NAME must be unique"),
+        (["--seeds", "0"], "--seeds 0: must be >= 1"),
+        (["--replot", "nowhere"], "nowhere has no manifest.json"),
+    ],
+)
+def test_command_errors_name_the_fix(tmp_path, capsys, args, expected):
+    assert main(["compare", *args, "--output_dir", str(tmp_path / "out")]) == 2
+    assert expected in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
 def test_stock_runs_accept_only_stock_fields(tmp_path):
     runs = plan_runs([], {"advantage_estimator": "rloo"}, max_steps=2, prompts_per_step=2, seeds=[0])
     with pytest.raises(ValueError, match="unknown GRPOConfig field"):

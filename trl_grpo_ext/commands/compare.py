@@ -73,6 +73,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+# Settings compare sets for every run, and how to choose them instead.
+RESERVED = {
+    "max_steps": "use --max_steps",
+    "seed": "use --seed and --seeds",
+    "per_device_train_batch_size": "use --prompts_per_step (and num_generations)",
+    "output_dir": "use --output_dir",
+    "logging_steps": "every run logs every step",
+    "report_to": "runs log to their JSONL file",
+    "disable_tqdm": "compare shows one progress bar",
+}
+
+
 def plan(args: argparse.Namespace):
     """(task, runs) from the arguments; ValueError on a bad variant, field or setting."""
     from trl_grpo_ext.compare import Task, load_task_file, parse_variant, plan_group_sweep, plan_runs
@@ -82,9 +94,19 @@ def plan(args: argparse.Namespace):
         task, common = load_task_file(args.config)
     else:
         task, common = Task(), dict(TINY_SETTINGS)
+    shared = {}
     for text in args.set:
-        common.update(parse_variant(f"set:{text}")[1])
+        shared.update(parse_variant(f"set:{text}")[1])
     variants = [parse_variant(text) for text in args.variant] or [("ext", {})]
+    for where, settings in [("--set", shared), *((f"--variant {name}", o) for name, o in variants)]:
+        reserved = sorted(set(settings) & set(RESERVED))
+        if reserved:
+            raise ValueError(
+                f"{where}: {', '.join(reserved)} is set by compare itself, the same for every run: "
+                + "; ".join(RESERVED[k] for k in reserved)
+                + "."
+            )
+    common.update(shared)
     names = [name for name, _ in variants]
     if len(set(names)) != len(names):
         raise ValueError(f"--variant: each NAME must be unique; got {names}.")
@@ -117,11 +139,11 @@ def run(args: argparse.Namespace) -> int:
     from trl_grpo_ext.compare import replot, run_all, validate_plan
     from trl_grpo_ext.compare.run import process_rank
 
-    if args.replot:
-        print(replot(args.replot), end="")
-        return 0
     output_dir = Path(args.output_dir)
     try:
+        if args.replot:
+            print(replot(args.replot), end="")
+            return 0
         task, runs = plan(args)
         validate_plan(runs, output_dir)
     except ValueError as error:  # bad input: say what and how to fix it, before anything trains

@@ -145,8 +145,8 @@ def load_task_file(path: str | os.PathLike) -> tuple[Task, dict[str, Any]]:
         task.reward_verifiers = [task.reward_verifiers]
     if isinstance(task.verifier_imports, str):
         task.verifier_imports = [task.verifier_imports]
-    for key in ("output_dir", "config"):
-        data.pop(key, None)  # the comparison chooses its own output folders
+    for key in ("output_dir", "config", *FORCED_SETTINGS):
+        data.pop(key, None)  # the comparison chooses its own output folders and logging
     try:
         check_fields(f"--config {path}", list(data))
     except ValueError as error:

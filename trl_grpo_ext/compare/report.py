@@ -65,6 +65,8 @@ def summarize(rows: list[dict], window: int | None = None) -> dict[str, float | 
 
 def read_runs(output_dir: Path) -> tuple[dict, list[tuple[dict, list[dict]]]]:
     """The manifest, and (run spec, logged rows) for every run of it that has a JSONL file, in plan order."""
+    if not (output_dir / "manifest.json").exists():
+        raise ValueError(f"{output_dir} has no manifest.json: it is not the --output_dir of a comparison.")
     manifest = json.loads((output_dir / "manifest.json").read_text())
     runs = []
     for spec in manifest["runs"]:
