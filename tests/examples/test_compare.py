@@ -408,3 +408,14 @@ def test_under_accelerate_launch_each_run_trains_on_two_processes(tmp_path):
         # 2 processes x 2 prompts x 8 completions per step
         assert [r["step"] for r in logged] == [1, 2] and logged[-1]["rollouts"] == 2 * 2 * 2 * 8
     assert (tmp_path / "results.json").exists()
+
+
+@pytest.mark.parametrize("name", ["compare_math_qwen.yaml", "grpo_math_qwen.yaml", "grpo_math_tiny.yaml"])
+def test_the_examples_yaml_files_read_as_compare_tasks(name):
+    task, settings = load_task_file(REPO / "examples" / "configs" / name)
+    if "qwen" in name:
+        assert (task.model_name_or_path, task.dataset_name) == ("Qwen/Qwen2.5-0.5B-Instruct", "openai/gsm8k")
+        assert task.reference_column == "answer" and settings["model_init_kwargs"] == {"dtype": "bfloat16"}
+    else:
+        assert task.builtin and settings["max_completion_length"] == 4
+    assert not {"logging_steps", "report_to", "output_dir", "advantage_estimator"} & set(settings)

@@ -132,14 +132,18 @@ def parse_variant(text: str) -> tuple[str, dict[str, Any]]:
 
 
 def load_task_file(path: str | os.PathLike) -> tuple[Task, dict[str, Any]]:
-    """Read a YAML file in the examples' style: Task keys, plus any GRPOExtConfig field (the settings every run
-    shares). Extension fields must keep their defaults there: stock GRPOTrainer cannot run them; put them in a
+    """Read a YAML file in the examples' style: Task keys (`answer_column` is read as `reference_column`), plus any
+    GRPOExtConfig field (the settings every run shares) and `dtype`. Extension fields must keep their defaults there: stock GRPOTrainer cannot run them; put them in a
     `--variant` instead."""
     import yaml
 
     data = yaml.safe_load(Path(path).read_text()) or {}
     if not isinstance(data, dict):
         raise ValueError(f"--config {path}: expected a mapping of keys to values, got {type(data).__name__}.")
+    if "answer_column" in data:  # the name examples/grpo_math.py gives the reference column
+        data.setdefault("reference_column", data.pop("answer_column"))
+    if "dtype" in data:  # ModelConfig's flag in the examples' files; GRPOConfig passes it on to from_pretrained
+        data["model_init_kwargs"] = {**(data.get("model_init_kwargs") or {}), "dtype": data.pop("dtype")}
     task = Task(**{k: data.pop(k) for k in TASK_KEYS if k in data})
     if isinstance(task.reward_verifiers, str):
         task.reward_verifiers = [task.reward_verifiers]
