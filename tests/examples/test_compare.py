@@ -419,3 +419,27 @@ def test_the_examples_yaml_files_read_as_compare_tasks(name):
     else:
         assert task.builtin and settings["max_completion_length"] == 4
     assert not {"logging_steps", "report_to", "output_dir", "advantage_estimator"} & set(settings)
+
+
+def test_command_plans_from_the_built_in_task_or_the_file():
+    from trl_grpo_ext.cli import build_parser
+    from trl_grpo_ext.commands.compare import plan
+
+    def planned(*argv):
+        return plan(build_parser().parse_args(["compare", *argv]))[1]
+
+    runs = planned()  # the built-in task: 200 steps of 32 prompts x 8 completions, seed 0, stock and `ext`
+    assert [(r.run_id, r.max_steps, r.settings["per_device_train_batch_size"]) for r in runs] == [
+        ("stock-seed0", 200, 256),
+        ("ext-seed0", 200, 256),
+    ]
+    tiny = str(REPO / "examples" / "configs" / "grpo_math_tiny.yaml")  # max_steps 50, a batch of 32, seed 0
+    runs = planned("--config", tiny, "--seeds", "2", "--seed", "7", "--variant", "k2:kl_estimator=k2")
+    assert [r.run_id for r in runs] == ["stock-seed7", "k2-seed7", "stock-seed8", "k2-seed8"]
+    assert {(r.max_steps, r.settings["per_device_train_batch_size"], r.settings["beta"]) for r in runs} == {
+        (50, 32, 0.0)
+    }
+    runs = planned("--config", tiny, "--max_steps", "5", "--prompts_per_step", "2", "--set", "beta=0.1")
+    assert {(r.max_steps, r.settings["per_device_train_batch_size"], r.settings["beta"]) for r in runs} == {
+        (5, 16, 0.1)
+    }

@@ -120,13 +120,10 @@ def plan(args: argparse.Namespace):
     if not max_steps or max_steps < 1:
         raise ValueError("--config: set max_steps (> 0) in the file or pass --max_steps: each run needs a length.")
     prompts = args.prompts_per_step
-    if prompts is None:
-        generations = common.get("num_generations", 8)
-        prompts = (
-            TINY_PROMPTS_PER_STEP
-            if task.builtin
-            else max(1, common.get("per_device_train_batch_size", 8) // generations)
-        )
+    if prompts is None and "per_device_train_batch_size" in common:  # the --config file's batch
+        prompts = max(1, common["per_device_train_batch_size"] // common.get("num_generations", 8))
+    elif prompts is None:
+        prompts = TINY_PROMPTS_PER_STEP if task.builtin else 1
     common.pop("per_device_train_batch_size", None)
     if args.group_sizes:
         runs = plan_group_sweep(args.group_sizes, variants, common, args.rollouts, prompts, seeds)
