@@ -32,9 +32,10 @@ class AssertRecorder(ast.NodeTransformer):
 class Tally:
     """Outcome per assert statement: passes only if every execution passed."""
 
-    def __init__(self, lines, fault_of):
+    def __init__(self, lines, fault_of, gone):
         self.lines = lines
         self.fault_of = fault_of  # exc -> why it is the test code's fault, or None (see UnitTally)
+        self.gone = gone  # () -> why the sandbox ended, or None: then nothing passes any more
         self.status = {}
         self.failures = []
 
@@ -48,6 +49,8 @@ class Tally:
             if fault:
                 raise ReferenceFault(f"{fault} (assert on line {self.lines[index]})") from None
             passed, why = False, f"{type(exc).__name__}: {str(exc)[:200]}"
+        if passed and self.gone():
+            passed, why = False, f"CandidateGone: {self.gone()}"
         self.status[index] = self.status.get(index, True) and passed
         if not passed and len(self.failures) < 5:
             self.failures.append({"line": self.lines[index], "error": why})

@@ -67,6 +67,22 @@ def _is_main_guard(test: ast.expr) -> bool:
     return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
 
 
+def patches_modules(tree: ast.Module) -> bool:
+    """Whether the test uses unittest.mock's `patch` (decorator, context manager, `patch.object`, `patch.dict`): it
+    would patch the judge's modules, while the candidate runs in another process and would never see the patch."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module in ("unittest.mock", "mock"):
+            if any(alias.name == "patch" for alias in node.names):
+                return True
+        if isinstance(node, ast.Attribute) and node.attr == "patch":
+            owner = node.value
+            if (isinstance(owner, ast.Name) and owner.id == "mock") or (
+                isinstance(owner, ast.Attribute) and owner.attr == "mock"
+            ):
+                return True
+    return False
+
+
 class ImportRewriter(ast.NodeTransformer):
     """`from solution import f as g` -> `g = __judge_import__('f')`; `import solution as s` -> `s =
     __judge_module__()`; `from solution import *` -> `__judge_star__(globals())`; `import pytest` (and `from pytest

@@ -107,10 +107,13 @@ def describe(exc: BaseException) -> str:
 
 class UnitTally:
     """Pass or fail per unit, in order. `fault_of(exc)` says why an exception is the test code's fault (the reference
-    is then unusable and the run stops), or None when it counts against the candidate."""
+    is then unusable and the run stops), or None when it counts against the candidate. `gone()` says why the sandbox
+    ended, or None: once it has, no unit passes, even one whose test code swallowed the failure with a bare `except`,
+    as in plain execution a crash ends every test still to come."""
 
-    def __init__(self, fault_of):
+    def __init__(self, fault_of, gone=lambda: None):
         self.fault_of = fault_of
+        self.gone = gone
         self.results: dict[str, bool] = {}
         self.failed_units: set[str] = set()
         self.failures: list[dict] = []
@@ -120,7 +123,9 @@ class UnitTally:
         self.results.setdefault(name, False)  # a unit that never reports (its class set-up failed) has failed
 
     def passed(self, name: str) -> None:
-        if name not in self.failed_units:
+        if self.gone():
+            self.failed(name, CandidateGone(self.gone()))
+        elif name not in self.failed_units:
             self.results[name] = True
 
     def skipped(self, name: str) -> None:

@@ -31,7 +31,14 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from code_formats_asserts import AssertRecorder, Tally  # noqa: E402
 from code_formats_calls import run_calls  # noqa: E402
-from code_formats_modules import JUDGE_MODULE, ImportRewriter, count_tests, is_test_module, run_test_module  # noqa: E402
+from code_formats_modules import (  # noqa: E402
+    JUDGE_MODULE,
+    ImportRewriter,
+    count_tests,
+    is_test_module,
+    patches_modules,
+    run_test_module,
+)  # noqa: E402
 from code_formats_pytest import make_stand_in  # noqa: E402
 from code_formats_units import (  # noqa: E402
     CandidateFailure,
@@ -247,9 +254,10 @@ class CandidateModule:
         return value
 
     def star(self, names: dict, referenced: set) -> None:
-        """`from solution import *`: the public names the test uses."""
+        """`from solution import *`: the public names the test uses, except test names (`test_*`, `Test*`): a
+        candidate's own `test_add` never replaces the test's."""
         bound = bind_candidate(self._session, self._kinds, referenced)
-        names.update({k: v for k, v in bound.items() if not k.startswith("_")})
+        names.update({k: v for k, v in bound.items() if not k.startswith(("_", "test", "Test"))})
 
     @staticmethod
     def unsupported(path: str):
@@ -273,6 +281,9 @@ def judge(job: dict, session: Session) -> dict:
             tree = ast.parse(job["test"])
         except SyntaxError as exc:
             return {"unusable": f"the test code does not parse: {exc}"}
+        if patches_modules(tree):
+            return {"unusable": "the test patches modules with unittest.mock.patch, which would act on the judge's "
+                    "process: the candidate runs in another one and would never see the patch"}  # fmt: skip
         if not job.get("entry_point") and is_test_module(tree):
             kind, total = "tests", count_tests(tree)
         else:
@@ -307,7 +318,7 @@ def start_candidate(session: Session) -> dict:
 
 def judge_asserts(job: dict, session: Session, tree: ast.Module, recorder: AssertRecorder, kinds: dict) -> dict:
     """Assert-style test code, or HumanEval's `check(candidate)`: each assert statement counts."""
-    tally = Tally(recorder.lines, lambda exc: reference_fault(exc, session))
+    tally = Tally(recorder.lines, lambda exc: reference_fault(exc, session), lambda: session.gone)
     referenced = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     entry_point = job.get("entry_point")
     error = None
@@ -342,7 +353,7 @@ def judge_test_module(job: dict, session: Session, tree: ast.Module, kinds: dict
     module = job.get("module") or "solution"
     tree = ast.fix_missing_locations(ImportRewriter(module).visit(tree))
     referenced = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    tally = UnitTally(lambda exc: reference_fault(exc, session))
+    tally = UnitTally(lambda exc: reference_fault(exc, session), lambda: session.gone)
     try:
         namespace = bind_candidate(session, kinds, referenced)
         solution = CandidateModule(session, kinds, module)
@@ -391,7 +402,7 @@ def judge_calls(job: dict, session: Session, kinds: dict) -> dict:
             raise found[0]
         return found[0]
 
-    tally = UnitTally(lambda exc: reference_fault(exc, session))
+    tally = UnitTally(lambda exc: reference_fault(exc, session), lambda: session.gone)
     run_calls(cases, method, job.get("compare"), tally)
     verdict = tally.verdict()
     if found and isinstance(found[0], BaseException) and "unusable" not in verdict:
