@@ -63,7 +63,7 @@ def plot_curves(runs, output_dir: Path) -> list[Path]:
         if not curves:
             continue
         same = coinciding(curves)
-        fig, ax = plt.subplots(figsize=(8, 4.5))
+        fig, ax = plt.subplots(figsize=(11, 4.5))
         window = 1
         # Stock last, so that its dashed line stays visible over a variant that coincides with it.
         for name in sorted(curves, key=lambda n: n in stock_like):
@@ -95,7 +95,7 @@ def plot_curves(runs, output_dir: Path) -> list[Path]:
         if same:
             title += "\n" + "; ".join(f"{a} coincides with {b} (drawn on top of each other)" for a, b in same.items())
         ax.set(xlabel=xlabel, ylabel=metric, title=title)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: it grows with the variants
         fig.tight_layout()
         fig.savefig(output_dir / filename, dpi=110)
         plt.close(fig)

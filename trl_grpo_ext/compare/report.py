@@ -25,6 +25,8 @@ METRICS = (
     ("tokens_per_s", "tokens/s", ".0f"),
     ("peak_memory_mb", "peak memory (MB)", ".0f"),
 )
+# Summary metrics that measure the machine, not the training.
+MACHINE_METRICS = ("step_time_s", "tokens_per_s", "peak_memory_mb")
 # Logged values that measure the machine, not the training: two identical runs may differ in them.
 MACHINE_KEYS = ("step_time", "peak_memory_mb")
 
@@ -172,7 +174,8 @@ def markdown(manifest: dict, runs) -> str:
             cells.append("(baseline)")
         elif identical_to_baseline(runs, name):
             identical.append(name)
-            cells.append("identical logs")
+            machine = {k: d for k, d in diffs[name].items() if k in MACHINE_METRICS and d["significant"]}
+            cells.append("identical logs" + (f"; {significance_cell(machine)}" if machine else ""))
         else:
             cells.append(significance_cell(diffs[name]))
         lines.append("| " + " | ".join(cells) + " |")
