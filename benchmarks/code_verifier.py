@@ -5,14 +5,16 @@
 
 The naive harness is what many RL code pipelines do: `subprocess.run([python, "-c", code + tests])` and reward 1 when
 the exit code is 0 (no isolation, forgeable), on a thread pool of the same size. The verifier runs with its worker
-pool at its strongest isolation level here and at the "rlimits" fallback; the difference is what the isolation costs.
-Rounds are interleaved (naive, verifier, fallback, naive, ...) so that load from other processes hits all of them;
-the median round is printed.
+pool at its strongest isolation level here (under bubblewrap as root: candidates forked from a warm interpreter, see
+verifiers/sandbox_fork.py) and at the "rlimits" fallback (a process per candidate). Rounds are interleaved (naive,
+verifier, fallback, naive, ...) so that load from other processes hits all of them; the median round is printed, with
+the load average before and after: the ratios hold under load, absolute times need an idle machine.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -65,7 +67,7 @@ def main(argv=None) -> None:
         f"code verifier ({strong.isolation.level})": lambda code, n: verifier_rate(strong, code, n),
         f"code verifier ({fallback.isolation.level})": lambda code, n: verifier_rate(fallback, code, n),
     }
-    print(f"workers={args.workers}  rounds={args.rounds}  python={sys.version.split()[0]}")
+    print(f"workers={args.workers}  rounds={args.rounds}  python={sys.version.split()[0]}  {load_average()}")
     try:
         for label, code, n in (("trivial", TRIVIAL, args.trivial), ("100 ms", SLOW, args.slow)):
             rates = {name: [] for name in harnesses}
@@ -78,9 +80,18 @@ def main(argv=None) -> None:
                 rate = statistics.median(values)
                 per_exec_ms = 1000 * args.workers / rate
                 print(f"  {name:38s} {rate:7.1f} exec/s  {per_exec_ms:6.1f} ms/exec/worker  x{rate / naive:4.2f}")
+        print(f"\nafter: {load_average()}")
     finally:
         strong.close()
         fallback.close()
+
+
+def load_average() -> str:
+    return (
+        "load average (1, 5, 15 min): "
+        + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+        + f" on {os.cpu_count()} cores"
+    )
 
 
 if __name__ == "__main__":
