@@ -14,7 +14,11 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "List registered advantage estimators, KL estimators and verifiers.",
     ),
     "memory": ("trl_grpo_ext.commands.memory", "Estimate GPU memory per component for PPO and GRPO setups."),
-    "compare": ("trl_grpo_ext.commands.compare", "Train stock GRPOTrainer and extension variants side by side."),
+    "compare": (
+        "trl_grpo_ext.commands.compare",
+        "Train stock GRPOTrainer and extension variants on the same model, data and seeds; report means and 95% "
+        "intervals over seeds.",
+    ),
 }
 
 

@@ -43,9 +43,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="GRPOConfig settings for every run, stock included (e.g. beta=0,learning_rate=5e-4). Default: none; "
         "the built-in task starts from beta=0.04, learning_rate=1e-3, num_generations=8 (examples/demo.py).",
     )
-    parser.add_argument("--seeds", type=int, default=1, help="Seeds per variant, the same for all (default 1).")
     parser.add_argument(
-        "--seed", type=int, default=None, help="First seed; seeds are SEED..SEED+N-1 (default 0, or the file's seed)."
+        "--seeds", type=int, default=1, metavar="N", help="Seeds per variant, the same for all (default 1)."
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        metavar="S",
+        help="First seed; seeds are S..S+N-1 (default 0, or the file's seed).",
     )
     parser.add_argument(
         "--max_steps", type=int, default=None, help="Steps per run (default 200, or the --config file's max_steps)."
