@@ -16,8 +16,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "memory": ("trl_grpo_ext.commands.memory", "Estimate GPU memory per component for PPO and GRPO setups."),
     "compare": (
         "trl_grpo_ext.commands.compare",
-        "Train stock GRPOTrainer and extension variants on the same model, data and seeds; report means and 95% "
-        "intervals over seeds.",
+        "Train stock GRPOTrainer and extension variants on the same model, data and seeds; report means and "
+        "confidence intervals over seeds.",
     ),
 }
 
