@@ -38,3 +38,9 @@ def test_memory_accepts_the_dashed_spellings_of_earlier_versions():
     defaults = parser.parse_args("memory --preset qwen2.5-7b".split())
     assert (defaults.zero_stage, defaults.group_size, defaults.gradient_checkpointing) == (0, 8, True)
     assert "--zero-stage" not in subcommand("memory").format_help()
+
+
+def test_every_help_page_formats():
+    assert "compare" in build_parser().format_help()
+    for command in ("list", "memory", "compare"):
+        assert subcommand(command).format_help().startswith(f"usage: trl-grpo-ext {command}")
