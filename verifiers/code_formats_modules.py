@@ -67,20 +67,32 @@ def _is_main_guard(test: ast.expr) -> bool:
     return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
 
 
-def patches_modules(tree: ast.Module) -> bool:
-    """Whether the test uses unittest.mock's `patch` (decorator, context manager, `patch.object`, `patch.dict`): it
-    would patch the judge's modules, while the candidate runs in another process and would never see the patch."""
+# Tools that act on the process running the test: the judge's, while the candidate runs in another one, so the test
+# would see none of the candidate's output, logs or warnings, and the candidate none of the patches.
+PROCESS_TOOLS = {
+    "patch": "unittest.mock.patch",
+    "assertLogs": "assertLogs",
+    "assertNoLogs": "assertNoLogs",
+    "assertWarns": "assertWarns",
+    "assertWarnsRegex": "assertWarnsRegex",
+    "redirect_stdout": "contextlib.redirect_stdout",
+    "redirect_stderr": "contextlib.redirect_stderr",
+}
+
+
+def process_tool(tree: ast.Module) -> str | None:
+    """The first tool in PROCESS_TOOLS the test uses (`patch` only when it comes from unittest.mock), or None."""
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module in ("unittest.mock", "mock"):
-            if any(alias.name == "patch" for alias in node.names):
-                return True
-        if isinstance(node, ast.Attribute) and node.attr == "patch":
+        if isinstance(node, ast.ImportFrom) and node.module in ("unittest.mock", "mock", "contextlib"):
+            for alias in node.names:
+                if alias.name in PROCESS_TOOLS:
+                    return PROCESS_TOOLS[alias.name]
+        if isinstance(node, ast.Attribute) and node.attr in PROCESS_TOOLS:
             owner = node.value
-            if (isinstance(owner, ast.Name) and owner.id == "mock") or (
-                isinstance(owner, ast.Attribute) and owner.attr == "mock"
-            ):
-                return True
-    return False
+            owner_name = owner.id if isinstance(owner, ast.Name) else getattr(owner, "attr", "")
+            if node.attr != "patch" or owner_name == "mock":
+                return PROCESS_TOOLS[node.attr]
+    return None
 
 
 class ImportRewriter(ast.NodeTransformer):

@@ -36,7 +36,7 @@ from code_formats_modules import (  # noqa: E402
     ImportRewriter,
     count_tests,
     is_test_module,
-    patches_modules,
+    process_tool,
     run_test_module,
 )  # noqa: E402
 from code_formats_pytest import make_stand_in  # noqa: E402
@@ -281,9 +281,9 @@ def judge(job: dict, session: Session) -> dict:
             tree = ast.parse(job["test"])
         except SyntaxError as exc:
             return {"unusable": f"the test code does not parse: {exc}"}
-        if patches_modules(tree):
-            return {"unusable": "the test patches modules with unittest.mock.patch, which would act on the judge's "
-                    "process: the candidate runs in another one and would never see the patch"}  # fmt: skip
+        if tool := process_tool(tree):
+            return {"unusable": f"the test uses {tool}, which acts on the process running the test: the candidate "
+                    "runs in another one, so its output, logs and warnings, or the patches, never cross"}  # fmt: skip
         if not job.get("entry_point") and is_test_module(tree):
             kind, total = "tests", count_tests(tree)
         else:

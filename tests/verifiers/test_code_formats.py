@@ -329,11 +329,21 @@ def test_call_based_livecodebench_cases(verifier):
             "from unittest.mock import patch\nfrom solution import f\n\n@patch('os.getcwd')\ndef test_f(m):\n"
             "    assert f() == 1\n",
             "unittest.mock.patch",
-        ),  # fmt: skip
+        ),
+        (
+            "import unittest\nfrom solution import f\nclass T(unittest.TestCase):\n    def test_f(self):\n"
+            "        with self.assertLogs() as logs:\n            f()\n",
+            "assertLogs",
+        ),
+        (
+            "import io, contextlib\nfrom solution import f\ndef test_f():\n    out = io.StringIO()\n"
+            "    with contextlib.redirect_stdout(out):\n        f()\n    assert out.getvalue() == '1'\n",
+            "contextlib.redirect_stdout",
+        ),
         (
             "import pytest\nfrom solution import f\ndef test_f():\n    with pytest.warns(UserWarning):\n        f()\n",
             "pytest.warns",
-        ),  # fmt: skip
+        ),
         ("import pytest\n@pytest.mark.skip\ndef test_f():\n    assert f() == 1\n", "skipped"),
         ("from solution import f\ndef test_f():\n    assert f() == math.pi\n", "'math' without importing"),
         ({"fn_name": "f", "inputs": [1, 2], "outputs": [1, 2]}, "list of the call's arguments"),

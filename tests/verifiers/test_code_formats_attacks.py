@@ -164,3 +164,18 @@ def test_a_module_level_patch_of_the_judges_unittest_is_impossible(verifier):
     tests = "from solution import *\n\nclass T(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(1, 2), 3)\n"
     assert verifier.verify(code, tests).score == 0.0
     assert verifier.verify("import unittest\n" + CORRECT, tests).score == 1.0  # its real unittest
+
+
+@pytest.mark.parametrize(
+    "tests",
+    [
+        "from solution import add\n\ndef test_all():\n    for got in map(add, [1, 5], [2, 7]):\n        assert got in (3, 12)\n",
+        "checks = [(1, 2, 3), (5, 7, 12)]\nfor got in map(lambda c: add(c[0], c[1]) - c[2], checks):\n    assert got == 0\n",
+    ],
+    ids=["pytest", "asserts"],
+)
+def test_stop_iteration_from_the_candidate_does_not_end_a_loop_early(verifier, tests):
+    # In plain Python a StopIteration raised by the function that map() calls ends the loop silently, so a test
+    # that loops over map() passes. The judge never hands the test code a StopIteration from the candidate.
+    assert verifier.verify(CORRECT, tests).score == 1.0
+    assert verifier.verify("def add(a, b):\n    raise StopIteration", tests).score == 0.0
