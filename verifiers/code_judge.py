@@ -284,7 +284,9 @@ def judge(job: dict, session: Session) -> dict:
         if tool := process_tool(tree):
             return {"unusable": f"the test uses {tool}, which acts on the process running the test: the candidate "
                     "runs in another one, so its output, logs and warnings, or the patches, never cross"}  # fmt: skip
-        if not job.get("entry_point") and is_test_module(tree):
+        check_name = job.get("check_name") or "check"
+        defines_check = any(isinstance(n, ast.FunctionDef) and n.name == check_name for n in tree.body)
+        if is_test_module(tree) and not (job.get("entry_point") and defines_check):  # BigCodeBench rows name one
             kind, total = "tests", count_tests(tree)
         else:
             recorder = AssertRecorder()

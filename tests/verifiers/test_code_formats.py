@@ -232,6 +232,8 @@ def test_unittest_module_scores_test_methods(verifier):
     # A subTest that fails fails its method; here one of three words (and the counts) is off.
     off = "def task_func(words):\n    if words is None: raise TypeError\n    return {w: words.count(w) for w in words if w != 'banana'}"
     assert verdict(verifier, off, BIGCODEBENCH_ROW)[:3] == (0.5, 2, 4)
+    row = {"test": BIGCODEBENCH_ROW, "entry_point": "task_func"}  # the row as BigCodeBench stores it
+    assert verdict(verifier, code, row) == (1.0, 4, 4, "correct")
 
 
 def test_unittest_from_solution_import_and_expected_failure(verifier):
