@@ -98,10 +98,16 @@ def process_tool(tree: ast.Module) -> str | None:
 class ImportRewriter(ast.NodeTransformer):
     """`from solution import f as g` -> `g = __judge_import__('f')`; `import solution as s` -> `s =
     __judge_module__()`; `from solution import *` -> `__judge_star__(globals())`; `import pytest` (and `from pytest
-    import raises`) bind the stand-in. Works at any depth (imports inside test functions too)."""
+    import raises`) bind the stand-in. Works at any depth (imports inside test functions too). A top-level
+    `unittest.main()` outside the `__main__` guard is dropped: the judge runs the tests itself."""
 
     def __init__(self, module: str):
         self.module = module
+
+    def visit_Module(self, node):
+        node.body = [statement for statement in node.body if not _runs_tests(statement)]
+        self.generic_visit(node)
+        return node
 
     def visit_Import(self, node):
         kept, assigns = [], []
@@ -134,6 +140,18 @@ class ImportRewriter(ast.NodeTransformer):
             return ast.copy_location(ast.Expr(star), node)
         assigns = [_assign(alias.asname or alias.name, source(alias.name)) for alias in node.names]
         return _replace(node, None, assigns)
+
+
+def _runs_tests(statement: ast.stmt) -> bool:
+    """A top-level `unittest.main(...)` or `pytest.main(...)` left unguarded: here the judge runs the tests."""
+    call = statement.value if isinstance(statement, ast.Expr) else None
+    function = call.func if isinstance(call, ast.Call) else None
+    return (
+        isinstance(function, ast.Attribute)
+        and function.attr == "main"
+        and isinstance(function.value, ast.Name)
+        and function.value.id in ("unittest", "pytest")
+    )
 
 
 def _call(name: str, *args) -> ast.Call:

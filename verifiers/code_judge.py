@@ -339,7 +339,7 @@ def judge_asserts(job: dict, session: Session, tree: ast.Module, recorder: Asser
         return {"unusable": str(exc)}
     except CandidateGone as exc:  # the remaining asserts did not run: they have not passed
         error = f"candidate_error: {exc}"
-    except Exception as exc:
+    except (Exception, SystemExit) as exc:
         fault = reference_fault(exc, session)
         if fault:
             return {"unusable": fault}
@@ -367,7 +367,7 @@ def judge_test_module(job: dict, session: Session, tree: ast.Module, kinds: dict
         exec(compile(tree, TEST_FILE, "exec"), namespace)
     except UnsupportedTest as exc:
         return {"unusable": str(exc)}
-    except (Exception, CandidateGone) as exc:  # pytest fails every test of a module that does not load
+    except (Exception, CandidateGone, SystemExit) as exc:  # pytest fails every test of a module that does not load
         fault = None if isinstance(exc, CandidateGone) else reference_fault(exc, session)
         if fault:
             return {"unusable": fault}
@@ -380,8 +380,8 @@ def judge_test_module(job: dict, session: Session, tree: ast.Module, kinds: dict
 
 
 def judge_calls(job: dict, session: Session, kinds: dict) -> dict:
-    """Call-based cases (code_formats_calls.py): `fn_name`, or the method of that name of a fresh `Solution()` when
-    the completion defines `class Solution`, as the APPS and LiveCodeBench graders do; each case counts."""
+    """Call-based cases (code_formats_calls.py): `fn_name`, or the method of that name of one `Solution()` made for
+    the row when the completion defines `class Solution`, as the APPS and LiveCodeBench graders do; each case counts."""
     try:
         cases = decode(job["cases"])
     except (ProtocolError, KeyError) as exc:

@@ -234,6 +234,9 @@ def test_unittest_module_scores_test_methods(verifier):
     assert verdict(verifier, off, BIGCODEBENCH_ROW)[:3] == (0.5, 2, 4)
     row = {"test": BIGCODEBENCH_ROW, "entry_point": "task_func"}  # the row as BigCodeBench stores it
     assert verdict(verifier, code, row) == (1.0, 4, 4, "correct")
+    unguarded = BIGCODEBENCH_ROW.replace('if __name__ == "__main__":\n    unittest.main()', "unittest.main()")
+    assert unguarded != BIGCODEBENCH_ROW
+    assert verdict(verifier, code, unguarded) == (1.0, 4, 4, "correct")  # the judge runs the tests, not main()
 
 
 def test_unittest_from_solution_import_and_expected_failure(verifier):
