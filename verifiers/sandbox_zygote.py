@@ -105,6 +105,7 @@ def init(job: dict, request_r: int, reply_w: int, stdout_w: int, status_w: int) 
 
 def run_candidate(job: dict, request_r: int, reply_w: int, stdout_w: int) -> None:
     """The harness, then what an interpreter does when it exits: wait for threads, atexit, flush, exit status."""
+    os.setsid()  # a session and process group of its own, as each sandbox process had (`bwrap --new-session`)
     os.dup2(stdout_w, 1)
     os.close(stdout_w)
     code = 0
