@@ -366,6 +366,17 @@ def test_a_folder_of_data_files_loads_with_load_dataset(tmp_path):
         load_task_dataset(Task(dataset_name=str(tmp_path / "data"), prompt_column="q"), seed=0)
 
 
+def test_a_saved_dataset_dict_loads_its_split_with_load_from_disk(tmp_path):
+    from datasets import Dataset, DatasetDict
+
+    from trl_grpo_ext.compare.worker import load_task_dataset
+
+    rows = {"train": [{"prompt": "1+1=", "answer": "2"}], "test": [{"prompt": "2+2=", "answer": "4"}]}
+    DatasetDict({split: Dataset.from_list(r) for split, r in rows.items()}).save_to_disk(tmp_path / "saved")
+    task = Task(dataset_name=str(tmp_path / "saved"), dataset_train_split="test")
+    assert load_task_dataset(task, seed=0)[0] == {"prompt": [{"role": "user", "content": "2+2="}], "answer": "4"}
+
+
 # --- slow: the built-in task end to end -----------------------------------------------------------------------------
 
 
