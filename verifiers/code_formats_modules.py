@@ -22,6 +22,7 @@ import unittest
 
 from code_formats_units import (
     CandidateGone,
+    Failed,
     FixtureSpec,
     Mark,
     ParameterSet,
@@ -329,7 +330,7 @@ def _finish(generators: list, quiet: bool) -> None:
             error = error or RuntimeError("a fixture yielded more than once")
         except StopIteration:
             pass
-        except (Exception, CandidateGone) as exc:
+        except (Exception, CandidateGone, Failed) as exc:
             error = error or exc
     generators.clear()
     if error is not None and not quiet:

@@ -36,8 +36,9 @@ class Skipped(BaseException):
     """pytest.skip(), pytest.xfail() or a failed importorskip: the unit is not counted."""
 
 
-class Failed(AssertionError):
-    """pytest.fail(), or pytest.raises() that saw no exception."""
+class Failed(BaseException):
+    """pytest.fail(), or pytest.raises() that saw no exception. A BaseException, as pytest's own: a test's
+    `except Exception` does not swallow it."""
 
 
 class FixtureSpec:
@@ -152,7 +153,7 @@ class UnitTally:
             body()
         except Skipped:
             self.skipped(name)
-        except (Exception, CandidateGone, SystemExit) as exc:
+        except (Exception, CandidateGone, Failed, SystemExit) as exc:
             self.failed(name, exc)
         else:
             self.passed(name)

@@ -179,3 +179,13 @@ def test_stop_iteration_from_the_candidate_does_not_end_a_loop_early(verifier, t
     # that loops over map() passes. The judge never hands the test code a StopIteration from the candidate.
     assert verifier.verify(CORRECT, tests).score == 1.0
     assert verifier.verify("def add(a, b):\n    raise StopIteration", tests).score == 0.0
+
+
+def test_pytest_outcomes_are_not_swallowed_by_except_exception(verifier):
+    # pytest.raises() that sees nothing raises pytest's Failed, a BaseException: `except Exception` does not catch it.
+    tests = (
+        "import pytest\nfrom solution import add\n\ndef test_raises():\n    try:\n"
+        "        with pytest.raises(TypeError):\n            add(1, 'x')\n    except Exception:\n        pass\n"
+    )
+    assert verifier.verify("def add(a, b):\n    raise TypeError('no')", tests).score == 1.0
+    assert verifier.verify("def add(a, b):\n    return 0", tests).score == 0.0
