@@ -273,6 +273,14 @@ def test_argument_mutated_in_place_as_in_plain_execution(verifier, tests):
     assert verdict(verifier, "def sort_in_place(xs): return sorted(xs)", tests)[0] == 0.0  # returns, mutates nothing
 
 
+def test_nested_argument_mutated_in_place(verifier):
+    # LeetCode's "rotate image": the matrix is rotated in place, rows included.
+    tests = "from solution import rotate\n\ndef test_rotate():\n    grid = [[1, 2], [3, 4]]\n    rotate(grid)\n    assert grid == [[3, 1], [4, 2]]\n"
+    code = "def rotate(m):\n    m.reverse()\n    for i in range(len(m)):\n        for j in range(i):\n            m[i][j], m[j][i] = m[j][i], m[i][j]"
+    assert verdict(verifier, code, tests)[0] == 1.0
+    assert verdict(verifier, "def rotate(m):\n    m.reverse()", tests)[0] == 0.0
+
+
 APPS_ROW = json.dumps(
     {"fn_name": "max_pair", "inputs": [[[1, 5, 3]], [[2, 2]], [[-1, -7, 0]]], "outputs": [[5], [2], 0]}
 )
