@@ -83,6 +83,10 @@ def _json_value(text: str):
 
 
 def _case(stdin: Any, stdout: Any) -> tuple[str, str]:
+    """One stdin/stdout case; a list of lines is joined with newlines, as APPS's grader joins them."""
+    stdin, stdout = (
+        "\n".join(v) if isinstance(v, list) and all(isinstance(x, str) for x in v) else v for v in (stdin, stdout)
+    )
     if not _text(stdin) or not _text(stdout):
         raise ValueError(f"a stdin/stdout case needs string 'input' and 'output', got {stdin!r:.60} / {stdout!r:.60}")
     return stdin, stdout

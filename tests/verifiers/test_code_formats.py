@@ -293,6 +293,13 @@ def test_call_based_apps_row_as_stored(verifier):
     assert verdict(verifier, "def max_pair(xs): return [max(xs)]", APPS_ROW)[:3] == (2 / 3, 2, 3)
 
 
+def test_stdio_apps_row_as_stored(verifier):
+    # APPS's standard-input rows: the same JSON column, no fn_name; a case given as a list of lines is joined.
+    row = json.dumps({"inputs": ["2\n1 2\n", ["1", "7"]], "outputs": ["3\n", ["7"]]})
+    code = "n = int(input())\nprint(sum(map(int, input().split()[:n])))"
+    assert verdict(verifier, code, row) == (1.0, 2, 2, "correct")
+
+
 def test_call_based_apps_comparisons_follow_its_grader(verifier):
     tuples = {"fn_name": "pairs", "inputs": [[2]], "outputs": [[[[0, 1], [1, 2]]]]}
     assert verdict(verifier, "def pairs(n): return [(i, i + 1) for i in range(n)]", tuples)[0] == 1.0
