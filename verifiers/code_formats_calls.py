@@ -17,7 +17,41 @@ anything. Standard library only, imported by the judge script: no package-relati
 
 from __future__ import annotations
 
-from code_formats_units import UnitTally
+from code_formats_units import CandidateFailure, CandidateGone, UnitTally, describe
+from code_protocol import ProtocolError, decode
+
+
+def judge_cases(job: dict, kinds: dict, remote, tally: UnitTally) -> dict:
+    """The verdict on `job`'s cases. `kinds`: the candidate's names; `remote(name)`: a proxy of one of them. The
+    function is `fn_name`, or the method of that name of one `Solution()` made for the row when the completion
+    defines `class Solution`, as the APPS and LiveCodeBench graders do."""
+    try:
+        cases = decode(job["cases"])
+    except (ProtocolError, KeyError) as exc:
+        return {"unusable": f"malformed call-based cases: {exc}"}
+    name = str(job.get("fn_name"))
+    found = []
+
+    def method():
+        if not found:
+            try:
+                if kinds.get("Solution") == "callable":
+                    found.append(getattr(remote("Solution")(), name))
+                elif kinds.get(name) == "callable":
+                    found.append(remote(name))
+                else:
+                    raise CandidateFailure(f"the completion defines no function {name!r} and no class Solution")
+            except (Exception, CandidateGone) as exc:
+                found.append(exc)
+        if isinstance(found[0], BaseException):
+            raise found[0]
+        return found[0]
+
+    run_calls(cases, method, job.get("compare"), tally)
+    verdict = tally.verdict()
+    if found and isinstance(found[0], BaseException) and "unusable" not in verdict:
+        verdict["error"] = f"candidate_error: {describe(found[0])}"
+    return verdict
 
 
 def run_calls(cases: list, method, compare: str, tally: UnitTally) -> None:

@@ -29,6 +29,7 @@ from code_formats_units import (
     UnitTally,
     UnsupportedTest,
 )
+from code_formats_unittest import run_test_case
 
 JUDGE_MODULE = "__judge__"  # the test code's `__name__`: what it defines is told apart from what it imported
 
@@ -199,7 +200,7 @@ def run_test_module(namespace: dict, tally: UnitTally, filename: str) -> None:
                     tally.run(unit, lambda fn=obj, params=params: fixtures.call(fn, params))
             elif isinstance(obj, type) and obj.__module__ == JUDGE_MODULE:
                 if issubclass(obj, unittest.TestCase):
-                    _run_test_case(obj, tally)
+                    run_test_case(obj, tally)
                 elif name.startswith("Test") and obj.__init__ is object.__init__:  # pytest skips classes with one
                     _run_pytest_class(obj, tally, fixtures, namespace)
     finally:
@@ -361,51 +362,3 @@ def _run_method(cls: type, name: str, params: dict, fixtures: Fixtures) -> None:
     finally:
         if hasattr(instance, "teardown_method"):
             instance.teardown_method(bound)
-
-
-def _run_test_case(cls: type, tally: UnitTally) -> None:
-    """A unittest.TestCase through unittest's own machinery (setUp, setUpClass, subTest, skips), reported per method."""
-    loader = unittest.TestLoader()
-    for name in loader.getTestCaseNames(cls):
-        tally.expect(f"{cls.__name__}.{name}")
-    loader.loadTestsFromTestCase(cls).run(_TallyResult(tally))
-
-
-class _TallyResult(unittest.TestResult):
-    """A test method passes when it succeeded and none of its subtests failed; skipped and expected failures are not
-    counted; an unexpected success fails, as `unittest` reports it. Errors of setUpClass fail the class's methods."""
-
-    def __init__(self, tally: UnitTally):
-        super().__init__()
-        self.tally = tally
-
-    @staticmethod
-    def _unit(test) -> str | None:
-        if isinstance(test, unittest.TestCase):
-            return f"{type(test).__name__}.{test._testMethodName}"
-        return None
-
-    def _error(self, test, err) -> None:
-        unit = self._unit(test)
-        exc = err[1] if err[1] is not None else err[0]()
-        self.tally.failed(unit, exc) if unit else self.tally.note(str(test), exc)
-        if self.tally.unusable:
-            self.stop()
-
-    addError = addFailure = _error
-
-    def addSubTest(self, test, subtest, err):
-        if err is not None:
-            self._error(test, err)
-
-    def addSuccess(self, test):
-        self.tally.passed(self._unit(test))
-
-    def addSkip(self, test, reason):
-        self.tally.skipped(self._unit(test))
-
-    def addExpectedFailure(self, test, err):
-        self.tally.skipped(self._unit(test))
-
-    def addUnexpectedSuccess(self, test):
-        self.tally.failed(self._unit(test), AssertionError("unexpected success of a test marked expectedFailure"))

@@ -30,7 +30,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from code_formats_asserts import AssertRecorder, Tally  # noqa: E402
-from code_formats_calls import run_calls  # noqa: E402
+from code_formats_calls import judge_cases  # noqa: E402
 from code_formats_modules import (  # noqa: E402
     JUDGE_MODULE,
     ImportRewriter,
@@ -380,36 +380,9 @@ def judge_test_module(job: dict, session: Session, tree: ast.Module, kinds: dict
 
 
 def judge_calls(job: dict, session: Session, kinds: dict) -> dict:
-    """Call-based cases (code_formats_calls.py): `fn_name`, or the method of that name of one `Solution()` made for
-    the row when the completion defines `class Solution`, as the APPS and LiveCodeBench graders do; each case counts."""
-    try:
-        cases = decode(job["cases"])
-    except (ProtocolError, KeyError) as exc:
-        return {"unusable": f"malformed call-based cases: {exc}"}
-    name = str(job.get("fn_name"))
-    found = []
-
-    def method():
-        if not found:
-            try:
-                if kinds.get("Solution") == "callable":
-                    found.append(getattr(RemoteObject(session, {"name": "Solution"})(), name))
-                elif kinds.get(name) == "callable":
-                    found.append(RemoteObject(session, {"name": name}))
-                else:
-                    raise CandidateFailure(f"the completion defines no function {name!r} and no class Solution")
-            except (Exception, CandidateGone) as exc:
-                found.append(exc)
-        if isinstance(found[0], BaseException):
-            raise found[0]
-        return found[0]
-
+    """Call-based cases (code_formats_calls.py); each case counts."""
     tally = UnitTally(lambda exc: reference_fault(exc, session), lambda: session.gone)
-    run_calls(cases, method, job.get("compare"), tally)
-    verdict = tally.verdict()
-    if found and isinstance(found[0], BaseException) and "unusable" not in verdict:
-        verdict["error"] = f"candidate_error: {describe(found[0])}"
-    return verdict
+    return judge_cases(job, kinds, lambda name: RemoteObject(session, {"name": name}), tally)
 
 
 def apply_limits(job: dict) -> None:
