@@ -17,18 +17,22 @@ from code_formats_units import UnitTally
 def run_test_case(cls: type, tally: UnitTally) -> None:
     """A unittest.TestCase through unittest's own machinery (setUp, setUpClass, subTest, skips), reported per method."""
     loader = unittest.TestLoader()
-    for name in loader.getTestCaseNames(cls):
-        tally.expect(f"{cls.__name__}.{name}")
-    loader.loadTestsFromTestCase(cls).run(_TallyResult(tally))
+    units = [f"{cls.__name__}.{name}" for name in loader.getTestCaseNames(cls)]
+    for unit in units:
+        tally.expect(unit)
+    loader.loadTestsFromTestCase(cls).run(_TallyResult(tally, units))
 
 
 class _TallyResult(unittest.TestResult):
     """A test method passes when it succeeded and none of its subtests failed; skipped and expected failures are not
-    counted; an unexpected success fails, as `unittest` reports it. Errors of setUpClass fail the class's methods."""
+    counted; an unexpected success fails, as `unittest` reports it. Errors of setUpClass fail the class's methods, a
+    SkipTest there skips them."""
 
-    def __init__(self, tally: UnitTally):
+    def __init__(self, tally: UnitTally, units: list[str]):
         super().__init__()
         self.tally = tally
+        self.units = units
+        self.reported: set[str] = set()
 
     @staticmethod
     def _unit(test) -> str | None:
@@ -53,7 +57,13 @@ class _TallyResult(unittest.TestResult):
         self.tally.passed(self._unit(test))
 
     def addSkip(self, test, reason):
-        self.tally.skipped(self._unit(test))
+        unit = self._unit(test)
+        for skipped in [unit] if unit else [u for u in self.units if u not in self.reported]:
+            self.tally.skipped(skipped)
+
+    def startTest(self, test):
+        super().startTest(test)
+        self.reported.add(self._unit(test))
 
     def addExpectedFailure(self, test, err):
         self.tally.skipped(self._unit(test))

@@ -255,6 +255,9 @@ def test_unittest_from_solution_import_and_expected_failure(verifier):
         """
     )
     assert verdict(verifier, "def add(a, b): return a + b", tests) == (1.0, 1, 1, "correct")
+    skipped_class = tests + "\nclass U(unittest.TestCase):\n    @classmethod\n    def setUpClass(cls):\n"
+    skipped_class += "        raise unittest.SkipTest('no network')\n\n    def test_x(self):\n        self.fail()\n"
+    assert verdict(verifier, "def add(a, b): return a + b", skipped_class) == (1.0, 1, 1, "correct")
 
 
 @pytest.mark.parametrize(
