@@ -12,8 +12,8 @@ candidate code) and asks it for one child per candidate. Each child gets, before
   candidate's processes only, and it can neither signal nor trace another candidate.
 
 The host passes each child its pipes over the server's control socket, and keeps a status pipe (the child's exit
-status, then the report that its PID namespace is empty) and a kill pipe (closing it makes the child's supervisor
-kill the namespace). Only when the namespace is reported empty is the uid reused without a /proc scan; otherwise every
+status, then the report that its PID namespace is empty) and a kill pipe (a byte or its end makes the child's
+supervisor kill the namespace). Only when the namespace is reported empty is the uid reused without a /proc scan; otherwise every
 process of the uid is killed, as for a sandbox process of its own.
 """
 
@@ -193,7 +193,12 @@ class ForkedSandbox(SandboxProcess):
         candidate does while exiting can change it."""
         self._close_fds(self.request_w, self.reply_r, self.stdout_r)
         self.request_w = self.reply_r = self.stdout_r = -1
-        self._close_fds(self.kill_w)  # the supervisor kills the namespace when this closes, if it still lives
+        if self.kill_w >= 0:  # the supervisor kills the namespace, if it still lives, on a byte or end of file
+            try:
+                os.write(self.kill_w, b"k")  # a byte, in case a fork of this process holds a copy of the pipe
+            except OSError:
+                pass
+        self._close_fds(self.kill_w)
         self.kill_w = -1
         confirmed = self._read_status(time.monotonic() + KILL_WAIT_S)
         self._close_fds(self.status_r)

@@ -6,8 +6,8 @@ only. It never runs candidate code. For each message on the control socket (the 
 request, reply, stdout, status and kill descriptors) it forks:
 
     supervisor  unshares mount, PID, IPC and network namespaces, mounts a fresh tmpfs on /tmp, brings loopback up;
-                waits for the namespace's first process, or kills it when the verifier closes the kill pipe; then
-                reports {"reaped": true}: the PID namespace is empty.
+                waits for the namespace's first process, or kills it when the verifier writes to or closes the kill
+                pipe; then reports {"reaped": true}: the PID namespace is empty.
     init        PID 1 of the new namespace: mounts its /proc, forks the candidate, reaps orphans, reports the
                 candidate's {"exit": status} and ends, which makes the kernel kill whatever is left in the namespace.
     candidate   the harness (code_harness.serve): sets rlimits, drops to the candidate's own uid, runs the code.
@@ -75,7 +75,7 @@ def supervise(job: dict, request_r: int, reply_w: int, stdout_w: int, status_w: 
         os.close(fd)
     pidfd = os.pidfd_open(pid)
     ready = select.select([pidfd, kill_r], [], [])[0]
-    if pidfd not in ready:  # the verifier closed the kill pipe (deadline, or it ended): the whole namespace goes
+    if pidfd not in ready:  # the verifier wrote to or closed the kill pipe (verdict, deadline, or it ended)
         os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)  # returns once every process of the namespace is gone
     write_message(status_w, {"reaped": True})

@@ -12,6 +12,7 @@ import pytest
 from code_verifier_helpers import make_code_verifier
 
 from trl_grpo_ext.verifiers.sandbox_fork import forks_candidates
+from trl_grpo_ext.verifiers.sandbox_uids import UIDS
 
 ADD = "def add(a, b):\n    return a + b\n"
 ADD_TESTS = "assert add(1, 2) == 3\n"
@@ -54,3 +55,23 @@ def test_a_fork_server_that_dies_is_replaced(verifier):
         result = verifier.verify(ADD, ADD_TESTS)
         assert result.score == 1.0, result.reason
     assert server.proc.poll() is None
+
+
+def test_a_fork_of_the_trainer_holding_the_kill_pipes_does_not_delay_the_kill(verifier, monkeypatch):
+    """A trainer that forks (data loader workers) gives the child copies of the warm sandboxes' kill pipes, so closing
+    ours is no end of file; the byte written first still makes the supervisor kill the namespace and report it."""
+    assert verifier.verify(ADD, ADD_TESTS).score == 1.0  # the pool now holds children forked ahead
+    scans = []
+    monkeypatch.setattr(UIDS, "kill", lambda uid, *a: scans.append(uid) or True)
+    holder = os.fork()
+    if holder == 0:  # holds every descriptor of this process, as a data loader worker would
+        signal.pause()
+        os._exit(0)
+    try:
+        lingering = "import threading, time\nthreading.Thread(target=time.sleep, args=(60,)).start()\n" + ADD
+        for _ in range(2):
+            assert verifier.verify(lingering, ADD_TESTS).score == 1.0
+    finally:
+        os.kill(holder, signal.SIGKILL)
+        os.waitpid(holder, 0)
+    assert scans == [], "the supervisor did not report the namespace empty: the verifier fell back to a /proc scan"
