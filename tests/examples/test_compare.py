@@ -89,6 +89,15 @@ def test_command_errors_name_the_fix(tmp_path, capsys, args, expected):
     assert not (tmp_path / "out").exists()
 
 
+def test_unknown_verifier_stops_the_command_before_anything_trains(tmp_path, capsys):
+    (tmp_path / "task.yaml").write_text("dataset_name: d\nreward_verifiers: [math, first_digit]\nmax_steps: 2\n")
+    out = tmp_path / "out"
+    assert main(["compare", "--config", str(tmp_path / "task.yaml"), "--output_dir", str(out)]) == 2
+    error = capsys.readouterr().err
+    assert "unknown verifier(s) first_digit. Registered verifiers: " in error and "verifier_imports" in error
+    assert not out.exists()
+
+
 def test_stock_runs_accept_only_stock_fields(tmp_path):
     runs = plan_runs([], {"advantage_estimator": "rloo"}, max_steps=2, prompts_per_step=2, seeds=[0])
     with pytest.raises(ValueError, match="unknown GRPOConfig field"):

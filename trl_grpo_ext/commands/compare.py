@@ -140,6 +140,7 @@ def plan(args: argparse.Namespace):
 
 def run(args: argparse.Namespace) -> int:
     from trl_grpo_ext.compare import replot, run_all, validate_plan
+    from trl_grpo_ext.compare.plan import validate_task
     from trl_grpo_ext.compare.run import process_rank
 
     output_dir = Path(args.output_dir)
@@ -148,11 +149,16 @@ def run(args: argparse.Namespace) -> int:
             print(replot(args.replot), end="")
             return 0
         task, runs = plan(args)
+        validate_task(task)
         validate_plan(runs, output_dir)
     except ValueError as error:  # bad input: say what and how to fix it, before anything trains
         print(f"trl-grpo-ext compare: error: {error}", file=sys.stderr)
         return 2
-    run_all(runs, task, output_dir, threads=args.threads)
+    try:
+        run_all(runs, task, output_dir, threads=args.threads)
+    except RuntimeError as error:  # a run failed: its log's tail says why; finished runs stay finished
+        print(f"trl-grpo-ext compare: {error}\nRun the same command again to resume.", file=sys.stderr)
+        return 1
     if process_rank()[0] == 0:
         print(replot(output_dir), end="")
         print(f"Results: {output_dir / 'results.md'}, results.json, plots and one JSONL per run in {output_dir}/")

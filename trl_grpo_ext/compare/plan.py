@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import importlib
+import importlib.util
 import os
+import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -207,6 +210,36 @@ def plan_group_sweep(
         settings = {**common, "num_generations": group_size}
         runs += plan_runs(variants, settings, steps, prompts_per_step, seeds, suffix=f"-G{group_size}")
     return runs
+
+
+def import_verifier_modules(task: Task) -> None:
+    """Import the modules that register the task's custom verifiers (dotted names, or paths to .py files)."""
+    for name in task.verifier_imports:
+        if name.endswith(".py"):
+            spec = importlib.util.spec_from_file_location(Path(name).stem, name)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[spec.name] = module
+            spec.loader.exec_module(module)
+        else:
+            importlib.import_module(name)
+
+
+def validate_task(task: Task) -> None:
+    """Raise ValueError for a reward verifier that is not registered once `verifier_imports` are imported."""
+    from trl_grpo_ext.verifiers import list_verifiers
+
+    try:
+        import_verifier_modules(task)
+    except (ImportError, OSError) as error:
+        raise ValueError(f"verifier_imports {task.verifier_imports}: {error}") from None
+    valid = list_verifiers()
+    unknown = [name for name in task.reward_verifiers if name not in valid]
+    if unknown or not task.reward_verifiers:
+        problem = f"unknown verifier(s) {', '.join(unknown)}" if unknown else "the list is empty"
+        raise ValueError(
+            f"reward_verifiers: {problem}. Registered verifiers: {', '.join(valid)}. A custom verifier needs the "
+            "module that registers it in verifier_imports."
+        )
 
 
 def validate_plan(runs: list[RunSpec], output_dir: Path) -> None:

@@ -7,25 +7,11 @@ Started by `run.py` once per run (under `accelerate launch`, once per process of
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
-from trl_grpo_ext.compare.plan import STOCK, RunSpec, Task, run_config_kwargs
-
-
-def import_verifier_modules(task: Task) -> None:
-    """Import the modules that register the task's custom verifiers (dotted names, or paths to .py files)."""
-    for name in task.verifier_imports:
-        if name.endswith(".py"):
-            spec = importlib.util.spec_from_file_location(Path(name).stem, name)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[spec.name] = module
-            spec.loader.exec_module(module)
-        else:
-            importlib.import_module(name)
+from trl_grpo_ext.compare.plan import STOCK, RunSpec, Task, import_verifier_modules, run_config_kwargs
 
 
 def build_rewards(task: Task) -> list:
