@@ -102,7 +102,7 @@ def compare_all(verifier, every: int = 1) -> tuple[int, list[tuple[str, str, boo
     return len(items), disagreements
 
 
-@pytest.mark.slow  # 575 programs: about 45 s on 2 cores (docs/code_verifier.md, "Fidelity on real data")
+@pytest.mark.slow  # 575 programs: 30 to 55 s on 2 shared cores (docs/code_verifier.md, "Fidelity on real data")
 def test_verdicts_equal_plain_execution_on_humaneval():
     verifier = make_code_verifier(TIMEOUT_S)
     try:
