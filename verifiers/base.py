@@ -195,13 +195,41 @@ def _load_entry_points() -> None:
             logger.warning("could not load verifier entry point %r (%s): %s", ep.name, ep.value, exc)
 
 
-def get_verifier(name: str, **options: Any) -> Verifier:
+BACKENDS = ("local", "ray")
+
+
+def get_verifier(
+    name: str, backend: str = "local", ray_address: str | None = None, ray_actors: int | None = None, **options: Any
+) -> Verifier:
     """Build the verifier registered as `name`, with its options as keyword arguments.
 
     An option the verifier does not accept fails here with a ValueError that names the accepted ones.
+
+    `backend="local"` (the default) verifies in this process and its worker processes. `backend="ray"` splits each
+    batch across Ray actors, each running this same verifier with the same options (its own worker pools and
+    isolation, on its own node): `ray_address` is the cluster to join (None: the one this process already uses,
+    else `RAY_ADDRESS`, else a new local one), `ray_actors` the number of actors (None: one per node with CPUs).
+    See `ray_backend.RayVerifier`.
     """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend={backend!r} is not valid. Valid choices: {', '.join(BACKENDS)}.")
+    if backend == "local" and (ray_address is not None or ray_actors is not None):
+        raise ValueError("ray_address and ray_actors apply to backend='ray' only; pass backend='ray' to use them.")
     _load_entry_points()
     obj = _VERIFIERS.get(name)
+    if backend == "ray":
+        from .ray_backend import RayVerifier
+
+        if not isinstance(obj, type):
+            check_options(obj, name, options, leading=2)
+        else:
+            check_options(obj, name, options)
+        return RayVerifier(name, obj, options, address=ray_address, actors=ray_actors)
+    return build_verifier(name, obj, options)
+
+
+def build_verifier(name: str, obj: Any, options: dict[str, Any]) -> Verifier:
+    """The verifier `obj` (a registered class or function) registered as `name`, built in this process."""
     if not isinstance(obj, type):
         return FunctionVerifier(obj, name, **options)
     check_options(obj, name, options)
