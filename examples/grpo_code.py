@@ -58,6 +58,18 @@ class CodeScriptArguments(ScriptArguments):
     )
     partial_credit: bool = field(default=False, metadata={"help": "Reward the fraction of tests passed."})
     verifier_timeout_s: float = field(default=5.0, metadata={"help": "Wall-time limit per program, seconds."})
+    verifier_isolation: str = field(
+        default="auto",
+        metadata={
+            "help": "Sandbox of the candidate programs: auto or bwrap (bubblewrap, required), or rlimits (weak "
+            "isolation, by name only: the candidate can read files and use the network).",
+            "choices": ["auto", "bwrap", "rlimits"],
+        },
+    )
+    site_packages: bool = field(
+        default=False,
+        metadata={"help": "Let candidates import the installed packages (read-only); default: standard library only."},
+    )
     float_tolerance: float | None = field(
         default=None,
         metadata={
@@ -101,6 +113,8 @@ def main(script_args: CodeScriptArguments, training_args: GRPOExtConfig, model_a
         timeout_s=script_args.verifier_timeout_s,
         partial_credit=script_args.partial_credit,
         float_tolerance=script_args.float_tolerance,
+        isolation=script_args.verifier_isolation,
+        site_packages=script_args.site_packages,
     )
     trainer = GRPOExtTrainer(
         model=model_args.model_name_or_path or tiny_model(),
