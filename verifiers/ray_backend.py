@@ -65,7 +65,10 @@ class RayVerifier(Verifier):
     """Verifier `name` on Ray actors: one per alive node with CPUs, or `actors` spread over the cluster.
 
     The verifier inside each actor sizes its own pools to its node, as it does locally, so an actor reserves no Ray
-    CPU (two reward functions may share the nodes). Built with `get_verifier(name, backend="ray", ...)`.
+    CPU (two reward functions may share the nodes). Every training process (WORLD_SIZE of them) has its own actors,
+    so an actor's default pool is the node's cores divided by WORLD_SIZE times the actors it has on that node (the
+    actor's LOCAL_WORLD_SIZE); pass `n_workers` (math) or `workers` (code) to size it yourself. Built with
+    `get_verifier(name, backend="ray", ...)`.
     """
 
     def __init__(
@@ -78,7 +81,10 @@ class RayVerifier(Verifier):
         self._spec = (name, obj, options)
         self._lock = threading.Lock()
         connect(self.ray, address)
-        self._placements = self._plan(actors)
+        self._placements, nodes = self._plan(actors)
+        # Every training process has its own actors on the nodes: a verifier's default pool size (the node's cores
+        # divided by LOCAL_WORLD_SIZE, as locally) then gives each its share instead of all the cores.
+        self._sharing = _training_processes() * -(-len(self._placements) // nodes)
         self._actors = [self._new_actor(placement) for placement in self._placements]
         self.locations = self._wait_until_ready(self._actors)
 
@@ -130,10 +136,9 @@ class RayVerifier(Verifier):
             self.ray.kill(actor)
 
     # -- actors -------------------------------------------------------------------------------------------------
-    def _plan(self, actors: int | None) -> list[Any]:
-        """A scheduling strategy per actor: pinned to each node with CPUs, or spread when a number is asked for."""
-        if actors is not None:
-            return ["SPREAD"] * actors
+    def _plan(self, actors: int | None) -> tuple[list[Any], int]:
+        """A scheduling strategy per actor (pinned to each node with CPUs, or spread when a number is asked for), and
+        the number of nodes with CPUs."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         nodes = [n["NodeID"] for n in self.ray.nodes() if n.get("Alive") and n.get("Resources", {}).get("CPU", 0) >= 1]
@@ -142,10 +147,16 @@ class RayVerifier(Verifier):
                 "the Ray cluster has no alive node with a CPU to run verifier actors on; start CPU workers with "
                 "`ray start --address=<head>:6379 --num-cpus=<cores>`."
             )
-        return [NodeAffinitySchedulingStrategy(node, soft=True) for node in nodes]
+        if actors is not None:
+            return ["SPREAD"] * actors, len(nodes)
+        return [NodeAffinitySchedulingStrategy(node, soft=True) for node in nodes], len(nodes)
 
     def _new_actor(self, placement: Any):
-        remote = self.ray.remote(VerifierActor).options(num_cpus=0, scheduling_strategy=placement)
+        remote = self.ray.remote(VerifierActor).options(
+            num_cpus=0,
+            scheduling_strategy=placement,
+            runtime_env={"env_vars": {"LOCAL_WORLD_SIZE": str(self._sharing)}},
+        )
         return remote.remote(*self._spec)
 
     def _wait_until_ready(self, actors: list[Any]) -> list[str]:
@@ -226,6 +237,14 @@ def _check_reachable(address: str) -> None:
             f"cannot reach the Ray cluster at {address!r}: {exc}. Start its head with `ray start --head --port={port}`, "
             "check the address and the firewall, or use backend='local'."
         ) from None
+
+
+def _training_processes() -> int:
+    """WORLD_SIZE of this training (set by `accelerate launch` and `torchrun`), 1 otherwise."""
+    try:
+        return max(1, int(os.environ.get("WORLD_SIZE", "1")))
+    except ValueError:
+        return 1
 
 
 def _slices(n: int, parts: int) -> list[slice]:

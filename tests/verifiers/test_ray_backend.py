@@ -63,6 +63,7 @@ def compare_backends(name, completions, references, **options):
 # -- results identical to the local backend ----------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # 7 s here; the module's other tests take about 20 s
 @pytest.mark.skipif(not MATH_PAIRS.is_dir(), reason=f"the public math pairs are not at {MATH_PAIRS}")
 def test_public_math_pairs_get_the_local_verdicts(ray_cluster):
     cases = [
@@ -107,6 +108,7 @@ def code_options() -> dict:
         return {"timeout_s": 2, "workers": 1, "isolation": "rlimits"}
 
 
+@pytest.mark.slow  # 5 s (a timeout each way)
 def test_code_tests_get_the_local_verdicts(ray_cluster):
     add = "```python\ndef add(a, b):\n    return a + b\n```"
     cases = [
@@ -215,3 +217,21 @@ def test_backend_options_are_checked(options, message):
         pytest.importorskip("ray")
     with pytest.raises(ValueError, match=message):
         get_verifier("math", **options)
+
+
+@register_verifier("reports_sharing_for_ray_tests")
+def reports_sharing(completion, reference):
+    """Reason: the LOCAL_WORLD_SIZE the actor sees, which sizes a verifier's default pool (test helper)."""
+    from trl_grpo_ext.verifiers import VerificationResult
+
+    return VerificationResult(1.0, f"LOCAL_WORLD_SIZE={os.environ.get('LOCAL_WORLD_SIZE')}")
+
+
+def test_training_processes_share_each_node_s_cores(ray_cluster, monkeypatch):
+    """3 training processes with 2 actors each on this one node: each actor's default pool gets 1/6 of the cores."""
+    monkeypatch.setenv("WORLD_SIZE", "3")
+    verifier = get_verifier("reports_sharing_for_ray_tests", backend="ray", ray_actors=2)
+    try:
+        assert {r.reason for r in verifier.verify_batch(["a", "b"], ["a", "b"])} == {"LOCAL_WORLD_SIZE=6"}
+    finally:
+        verifier.close()
