@@ -3,7 +3,12 @@ same rewards, advantages and trained weights as without; no verification outlive
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 import torch
@@ -186,3 +191,65 @@ def test_evaluation_overlaps_too_and_leaves_nothing_running(tiny_model_dir, tmp_
             f.verifier.close()
     assert any("eval_rewards/math_reward/mean" in e for e in trainer.state.log_history)
     assert not verifier_threads() and trainer._reward_overlap is None
+
+
+TWO_PROCESS_SCRIPT = """
+import json, sys, torch
+from trainer_helpers import make_config
+from datasets import Dataset
+from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
+from trl_grpo_ext.verifiers import as_reward_function, register_verifier
+
+
+@register_verifier("digit_share")
+def digit_share(completion, reference):
+    return sum(ch.isdigit() for ch in completion) / max(len(completion), 1)
+
+
+output, model_dir, overlap = sys.argv[1], sys.argv[2], sys.argv[3] == "on"
+torch.set_num_threads(1)
+rewards = [as_reward_function("math", n_workers=1), as_reward_function("digit_share")]
+prompts = [f"What is {a} + {b}?" for a in range(4) for b in range(4)]
+config = make_config(GRPOExtConfig, output + "/trainer", beta=0.04, overlap_rewards=overlap, max_steps=2)
+dataset = Dataset.from_dict({"prompt": prompts, "answer": [str(i % 7) for i in range(16)]})
+trainer = GRPOExtTrainer(model_dir, rewards, args=config, train_dataset=dataset)
+trainer.train()
+rewards[0].verifier.close()
+model = trainer.accelerator.unwrap_model(trainer.model)
+record = {
+    "losses": [e["loss"] for e in trainer.state.log_history if "loss" in e],
+    "rewards": trainer._gathered_rewards_per_func.tolist(),
+    "parameters": {n: p.detach().flatten().tolist() for n, p in model.named_parameters()},
+}
+with open(f"{output}/rank{trainer.accelerator.process_index}.json", "w") as f:
+    json.dump(record, f)
+"""
+
+
+@pytest.mark.slow
+def test_two_processes_overlap_gives_the_serial_training(tiny_model_dir, tmp_path):
+    """Two processes (gloo): every gather stays on the main thread in stock's order, so both ranks train as without
+    the overlap, bit for bit."""
+    script = tmp_path / "train_two.py"
+    script.write_text(TWO_PROCESS_SCRIPT)
+    support = Path(__file__).parents[1] / "support"
+    env = {
+        **os.environ,
+        "PYTHONPATH": f"{support}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+        "OMP_NUM_THREADS": "1",
+    }
+    records = {}
+    for setting in ("off", "on"):
+        output = tmp_path / setting
+        output.mkdir()
+        command = [
+            sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
+            "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29519",
+            str(script), str(output), tiny_model_dir, setting,
+        ]  # fmt: skip
+        result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, result.stderr[-4000:]
+        records[setting] = [json.loads((output / f"rank{rank}.json").read_text()) for rank in (0, 1)]
+    assert records["on"] == records["off"]
+    assert records["on"][0]["parameters"] == records["on"][1]["parameters"]
+    assert len(records["on"][0]["losses"]) == 2
