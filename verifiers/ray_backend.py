@@ -96,6 +96,8 @@ class RayVerifier(Verifier):
                 f"verify_batch got {len(completions)} completions and {len(references)} references; "
                 "pass one reference per completion."
             )
+        if not self._actors:
+            raise RuntimeError(f"the Ray verifier {self.name!r} is closed; build a new one with get_verifier.")
         completions, references = list(completions), list(references)
         slices = _slices(len(completions), len(self._actors))
         calls = [
@@ -105,17 +107,18 @@ class RayVerifier(Verifier):
         died = []
         for s, i, ref in calls:
             outcome = self._get(ref, len(completions[s]))
-            if outcome is None:
+            if isinstance(outcome, str):
+                logger.warning("verifier %r: a Ray actor failed (%s); retrying its slice once", self.name, outcome)
                 died.append((s, i))
             else:
                 results[s] = outcome
         retries = [(s, self._replace(i).verify_batch.remote(completions[s], references[s])) for s, i in died]
         for s, ref in retries:
             outcome = self._get(ref, len(completions[s]))
-            if outcome is None:
-                outcome = [internal_error("ray actor died twice on this batch slice (retried once)")] * len(
-                    completions[s]
-                )
+            if isinstance(outcome, str):
+                outcome = [
+                    internal_error(f"ray actor died twice on this batch slice (retried once): {outcome}")
+                ] * len(completions[s])
             results[s] = outcome
         return results
 
@@ -185,15 +188,14 @@ class RayVerifier(Verifier):
             self._actors[index] = self._new_actor(self._placements[index])
             return self._actors[index]
 
-    def _get(self, ref: Any, size: int) -> list[VerificationResult] | None:
-        """A slice's results; None when its actor died; internal errors when its verify_batch raised or broke."""
+    def _get(self, ref: Any, size: int) -> list[VerificationResult] | str:
+        """A slice's results, internal errors when its verify_batch raised or broke, or why its actor is gone."""
         try:
             results = self.ray.get(ref)
         except self.ray.exceptions.RayTaskError as exc:
             return [internal_error(f"on a Ray actor: {_cause(exc)}")] * size
         except self.ray.exceptions.RayError as exc:  # the actor (or its node) died, or its result was lost
-            logger.warning("verifier %r: a Ray actor failed (%s); retrying its slice once", self.name, _cause(exc))
-            return None
+            return _cause(exc)
         if not isinstance(results, list) or len(results) != size:
             return [internal_error(f"a Ray actor returned {type(results).__name__}, not {size} results")] * size
         return results

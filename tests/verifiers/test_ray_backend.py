@@ -235,3 +235,12 @@ def test_training_processes_share_each_node_s_cores(ray_cluster, monkeypatch):
         assert {r.reason for r in verifier.verify_batch(["a", "b"], ["a", "b"])} == {"LOCAL_WORLD_SIZE=6"}
     finally:
         verifier.close()
+
+
+def test_a_closed_ray_verifier_says_so(ray_cluster):
+    verifier = get_verifier("dies_for_ray_tests", backend="ray", ray_actors=1)
+    assert [r.score for r in verifier.verify_batch(["a"], ["a"])] == [1.0]
+    verifier.close()
+    verifier.close()  # safe twice
+    with pytest.raises(RuntimeError, match="is closed"):
+        verifier.verify_batch(["a"], ["a"])
