@@ -30,6 +30,7 @@ from .sandbox_isolation import (
     ISOLATION_CHOICES,
     Isolation,
     bwrap_command,
+    candidate_site_packages,
     detect_isolation,
     sandbox_env,
     sandbox_python,
@@ -64,7 +65,7 @@ class Sandbox(SandboxProcess):
             cmd, env, cwd = self._command()
             harness_limits = {
                 "rlimits": limits.rlimits(isolation.process_limit is not None), "uid": self.uid, "workdir": cwd,
-                "path": list(isolation.site_packages),
+                "path": candidate_site_packages(isolation.level, isolation.site_packages),
             }  # fmt: skip
             cmd += [str(request_r), str(reply_w), json.dumps(harness_limits)]
             self.proc = subprocess.Popen(

@@ -29,7 +29,7 @@ import threading
 import time
 
 from .code_protocol import LineReader, ProtocolError
-from .sandbox_isolation import INSIDE_DIR, Isolation, bwrap_command
+from .sandbox_isolation import INSIDE_DIR, Isolation, bwrap_command, candidate_site_packages
 from .sandbox_process import START_TIMEOUT_S, Limits, SandboxError, SandboxProcess
 from .sandbox_uids import UIDS
 
@@ -140,7 +140,7 @@ class ForkedSandbox(SandboxProcess):
             isolation = server.isolation
             harness_limits = {
                 "rlimits": self.limits.rlimits(isolation.process_limit is not None), "uid": uid, "workdir": "/tmp",
-                "path": list(isolation.site_packages),
+                "path": candidate_site_packages(isolation.level, isolation.site_packages),
             }  # fmt: skip
             server.send(json.dumps({"limits": harness_limits, "tmp_mb": self.limits.tmp_mb}).encode(), theirs)
         except BaseException as exc:

@@ -39,6 +39,9 @@ logger = logging.getLogger("trl_grpo_ext.verifiers")
 HERE = Path(__file__).resolve().parent
 SANDBOX_FILES = ("code_harness.py", "code_protocol.py", "sandbox_zygote.py")
 INSIDE_DIR = "/opt/trl_grpo_ext_sandbox"
+# Where bubblewrap mounts the site-packages (`site_packages=True`): outside /tmp, since the fresh /tmp of each
+# candidate would hide a virtualenv that lives under /tmp.
+SITE_PACKAGES_DIR = "/opt/trl_grpo_ext_site_packages"
 ISOLATION_CHOICES = ("auto", "bwrap", "rlimits")
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap; Fedora/RHEL: dnf install bubblewrap)"
 PER_UID_LIMIT = "RLIMIT_NPROC on a dedicated uid"
@@ -70,6 +73,14 @@ def sandbox_env(home: str) -> dict:
     # to the node's cores).
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": home, "LANG": "C.UTF-8", "MALLOC_ARENA_MAX": "2"}
     return {**env, **{name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}}
+
+
+def candidate_site_packages(level: str, site_packages: tuple[str, ...]) -> list[str]:
+    """The site-packages folders as the candidate sees them: under bubblewrap, mounted at SITE_PACKAGES_DIR/<i>; at
+    the rlimits level, where they are."""
+    if level != "bwrap":
+        return list(site_packages)
+    return [f"{SITE_PACKAGES_DIR}/{i}" for i in range(len(site_packages))]
 
 
 def find_site_packages(python: str | None) -> tuple[str, ...]:
@@ -112,9 +123,8 @@ def bwrap_command(python: str, tmp_mb: int, site_packages: tuple[str, ...] = (),
             cmd += ["--ro-bind", top, top]
     if not prefix.startswith("/usr/"):
         cmd += _open_parents(prefix) + ["--ro-bind", prefix, prefix]
-    for path in site_packages:
-        if not (path + "/").startswith(("/usr/", prefix + "/")):
-            cmd += _open_parents(path) + ["--ro-bind", path, path]
+    for path, inside in zip(site_packages, candidate_site_packages("bwrap", site_packages)):
+        cmd += _open_parents(inside) + ["--ro-bind", path, inside]
     cmd += _open_parents(f"{INSIDE_DIR}/x")
     for name in SANDBOX_FILES:
         cmd += ["--ro-bind", str(HERE / name), f"{INSIDE_DIR}/{name}"]

@@ -6,12 +6,18 @@ The default stays the standard library only. numpy is installed with the trainer
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
 
 import numpy
 import pytest
 from code_verifier_helpers import make_code_verifier
 
 from trl_grpo_ext.verifiers import get_verifier
+from trl_grpo_ext.verifiers.sandbox_isolation import SITE_PACKAGES_DIR
 
 NUMPY_DIR = os.path.dirname(os.path.realpath(numpy.__file__))
 SITE_PACKAGES = os.path.dirname(NUMPY_DIR)
@@ -29,11 +35,9 @@ def package_is_read_only():
             pass
     return True
 def mounted_read_only():
-    for line in open("/proc/self/mountinfo"):
-        fields = line.split()
-        if fields[4] == {SITE_PACKAGES!r}:
-            return "ro" in fields[5].split(",")
-    return False
+    mounts = [line.split() for line in open("/proc/self/mountinfo")]
+    packages = [fields for fields in mounts if fields[4].startswith({SITE_PACKAGES_DIR!r})]
+    return bool(packages) and all("ro" in fields[5].split(",") for fields in packages)
 def project_is_hidden():
     try:
         import trl_grpo_ext
@@ -95,3 +99,23 @@ def test_site_packages_at_the_rlimits_level():
 def test_site_packages_must_be_a_bool(value):
     with pytest.raises(ValueError, match="site_packages"):
         get_verifier("code", site_packages=value)
+
+
+def test_site_packages_of_an_environment_under_tmp_stay_importable():
+    """Each candidate gets a fresh /tmp: the packages are mounted elsewhere, or a virtualenv under /tmp would vanish."""
+    root = tempfile.mkdtemp()
+    try:
+        os.chmod(root, 0o755)  # the candidate's uid must be able to read the environment, as any user's venv
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", f"{root}/venv"], check=True)
+        (site,) = Path(root, "venv", "lib").glob("python*/site-packages")
+        (site / "planted_package.py").write_text("VALUE = 42\n")
+        v = make_code_verifier(20, site_packages=True, python=f"{root}/venv/bin/python")
+        try:
+            result = v.verify(
+                "import planted_package\ndef f():\n    return planted_package.VALUE\n", "assert f() == 42"
+            )
+            assert result.score == 1.0, (result.reason, result.details)
+        finally:
+            v.close()
+    finally:
+        shutil.rmtree(root)
