@@ -43,6 +43,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--completion-length", type=int, default=256)
     parser.add_argument("--no-gradient-checkpointing", dest="gradient_checkpointing", action="store_false")
     parser.add_argument("--setups", default=",".join(SETUPS), help="Comma-separated subset of " + ", ".join(SETUPS))
+    parser.add_argument("--dry-run", action="store_true", help="Check the arguments, print each setup's command.")
     parser.add_argument("--child", help=argparse.SUPPRESS)  # run one setup in this process and print JSON
     return parser.parse_args(argv)
 
@@ -170,6 +171,15 @@ def run_child(setup_name: str, argv: list[str]) -> dict:
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
+    names = [name.strip() for name in args.setups.split(",")]
+    unknown = [name for name in names if name not in SETUPS]
+    if unknown:
+        sys.exit(f"--setups: {unknown} not valid; choose from {', '.join(SETUPS)}")
+    if args.dry_run:
+        child_argv = [a for a in argv if a != "--dry-run"]
+        for name in names:
+            print(" ".join([sys.executable, __file__, *child_argv, "--child", name]))
+        return 0
     import torch
 
     if not torch.cuda.is_available():
@@ -179,10 +189,6 @@ def main(argv=None) -> int:
     if args.child:
         print(json.dumps(measure_one(args)))
         return 0
-    names = [name.strip() for name in args.setups.split(",")]
-    unknown = [name for name in names if name not in SETUPS]
-    if unknown:
-        sys.exit(f"--setups: {unknown} not valid; choose from {', '.join(SETUPS)}")
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}; {' '.join(argv) or 'defaults'}")
     print(
         "| setup | est. peak GiB | measured peak GiB | measured/est. | est. w+g+opt GiB | measured w+g+opt GiB "

@@ -7,6 +7,7 @@ Stock runs with the stock settings the variant corresponds to (beta, loss type);
 
     python benchmarks/trainer_overhead.py            # every estimator, 3 rounds of 16 steps
     python benchmarks/trainer_overhead.py --quick    # defaults and a few estimators
+    python benchmarks/trainer_overhead.py --quick --device cuda --bf16   # on a GPU (benchmarks/gpu_suite.sh)
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ class StepTimer(TrainerCallback):
         self.times.append(time.perf_counter() - self._start)
 
 
-def step_times(trainer_cls, config_cls, settings, reward, model_dir, steps, workdir) -> list[float]:
+def step_times(trainer_cls, config_cls, settings, reward, model_dir, steps, workdir, device="cpu") -> list[float]:
     timer = StepTimer()
     # learning_rate=0: both sides generate exactly the same completions every step, so the ratio measures the
     # extension's own work and not a different workload (a variant that trains differently generates other lengths).
@@ -60,12 +61,19 @@ def step_times(trainer_cls, config_cls, settings, reward, model_dir, steps, work
         per_device_train_batch_size=16,
         num_generations=8,
         max_completion_length=32,
-        **settings,
+        **device_settings(device, settings),
     )
     trainer = trainer_cls(model_dir, [reward], args=config, train_dataset=prompt_dataset(), callbacks=[timer])
     trainer.remove_callback(PrinterCallback)
     trainer.train()
     return timer.times[1:]
+
+
+def device_settings(device: str, settings: dict) -> dict:
+    """`settings` plus where to train: "cpu", "cuda" (fp32) or "cuda-bf16"."""
+    if device == "cpu":
+        return settings
+    return {**settings, "use_cpu": False, "bf16": device == "cuda-bf16"}
 
 
 def binary_digit_reward(completions, **kwargs):
@@ -91,15 +99,15 @@ def variants(quick: bool) -> list[tuple[str, dict, dict]]:
     return out
 
 
-def hook_costs(batch: int = 16, group: int = 8, length: int = 32, repeats: int = 2000) -> dict[str, float]:
+def hook_costs(batch=16, group=8, length=32, repeats=2000, device="cpu") -> dict[str, float]:
     """Seconds per call of the extension's own per-step work, on tensors of the benchmark's shapes: the part of the
     step-time ratio that is not noise."""
     from trl_grpo_ext.advantages import advantage_metrics, compute_advantages
     from trl_grpo_ext.kl import kl_divergence
 
-    rewards = torch.rand(batch)
-    logp, ref = -torch.rand(batch, length, requires_grad=True), -torch.rand(batch, length)
-    mask = torch.ones(batch, length)
+    rewards = torch.rand(batch, device=device)
+    logp = (-torch.rand(batch, length, device=device)).requires_grad_()
+    ref, mask = -torch.rand(batch, length, device=device), torch.ones(batch, length, device=device)
 
     def advantage_step():
         advantage_metrics(compute_advantages(rewards, group, "grpo"), group)
@@ -113,8 +121,20 @@ def hook_costs(batch: int = 16, group: int = 8, length: int = 32, repeats: int =
         start = time.perf_counter()
         for _ in range(repeats):
             fn()
+        if device != "cpu":
+            torch.cuda.synchronize()
         costs[name] = (time.perf_counter() - start) / repeats
     return costs
+
+
+def dry_run(quick: bool, device: str) -> None:
+    """Each variant's stock and extension configs, built on CPU (device settings checked, not used)."""
+    with tempfile.TemporaryDirectory() as workdir:
+        for name, stock_settings, ext_settings in variants(quick):
+            settings = {**device_settings(device, stock_settings), "use_cpu": True}
+            make_config(GRPOConfig, workdir, **settings)
+            make_config(GRPOExtConfig, workdir, **settings, **ext_settings)
+            print(f"{name}: configs built ({device})")
 
 
 def main() -> None:
@@ -122,11 +142,23 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=16)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--bf16", action="store_true", help="bf16 autocast (with --device cuda).")
+    parser.add_argument(
+        "--dry-run", action="store_true", help="Print the variants and build their configs; no training."
+    )
     args = parser.parse_args()
-    torch.set_num_threads(1)
     import warnings
 
     warnings.filterwarnings("ignore")
+    device = args.device + ("-bf16" if args.bf16 else "")
+    if args.dry_run:
+        return dry_run(args.quick, device)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        sys.exit(
+            "benchmarks/trainer_overhead.py --device cuda: no CUDA GPU visible (torch.cuda.is_available() is False)."
+        )
+    torch.set_num_threads(1)
     model_dir = tiny_model_path()
     print(f"{'variant':<40} {'stock s/step':>12} {'ext s/step':>11} {'ratio':>7}")
     stock_step = None
@@ -144,12 +176,14 @@ def main() -> None:
                 # Alternate which side goes first, so that drift and the previous run's garbage hit both equally.
                 for times, trainer_cls, config_cls, settings in runs if round_index % 2 == 0 else runs[::-1]:
                     gc.collect()
-                    times += step_times(trainer_cls, config_cls, settings, reward, model_dir, args.steps, workdir)
+                    times += step_times(
+                        trainer_cls, config_cls, settings, reward, model_dir, args.steps, workdir, device
+                    )
             s, e = statistics.median(stock), statistics.median(ext)
             print(f"{name:<40} {s:>12.4f} {e:>11.4f} {e / s:>7.3f}", flush=True)
             stock_step = stock_step or s
     print(f"\nThe extension's own work per step, timed alone (share of the stock default step, {stock_step:.4f} s):")
-    for name, seconds in hook_costs().items():
+    for name, seconds in hook_costs(device=args.device).items():
         print(f"  {name:<30} {seconds * 1e3:8.3f} ms  ({seconds / stock_step:.2%})")
 
 
