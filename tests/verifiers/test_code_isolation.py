@@ -8,12 +8,8 @@ space) and check, from inside the next candidate of the same worker and from the
 
 from __future__ import annotations
 
-import os
-
 import pytest
-from code_verifier_helpers import make_code_verifier
-
-from trl_grpo_ext.verifiers.sandbox_uids import UIDS
+from code_verifier_helpers import make_code_verifier, sandbox_uid_processes
 
 PORT = 45123
 SHM_KEY = 0x5EED
@@ -101,21 +97,6 @@ OBSERVATIONS = [
 OBSERVER_TESTS = "\n".join(f"assert {name}() is True" for name in OBSERVATIONS)
 
 
-def live_sandbox_processes() -> list[int]:
-    """Processes (zombies aside) running as a sandbox uid this process holds."""
-    ours, found = UIDS.held(), []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            status = open(f"/proc/{pid}/status").read()
-            uid = int(status.split("Uid:")[1].split()[0])
-            state = status.split("State:")[1].split()[0]
-        except (OSError, IndexError, ValueError):
-            continue
-        if uid in ours and state != "Z":
-            found.append(int(pid))
-    return found
-
-
 @pytest.fixture(scope="module")
 def verifier():
     v = make_code_verifier(10, workers=1, partial_credit=True)
@@ -136,7 +117,7 @@ def test_nothing_a_candidate_leaves_is_visible_to_the_next(verifier):
         polluted = verifier.verify(POLLUTER, "assert did() is True")
         assert polluted.score == 1.0, (round_, polluted.reason, polluted.details["failures"])
         if verifier.isolation.dedicated_uid:
-            assert live_sandbox_processes() == [], "the polluter's threads, children or daemon outlived it"
+            assert sandbox_uid_processes() == [], "the polluter's threads, children or daemon outlived it"
         observed = verifier.verify(OBSERVER, OBSERVER_TESTS)
         failed = [(OBSERVATIONS[f["line"] - 1], f["error"]) for f in observed.details["failures"]]
         assert observed.score == 1.0, (round_, observed.reason, failed)

@@ -7,13 +7,10 @@ The last section repeats the core attacks at the fallback isolation level.
 
 from __future__ import annotations
 
-import os
 import time
 
 import pytest
-from code_verifier_helpers import make_code_verifier
-
-from trl_grpo_ext.verifiers.sandbox_uids import UIDS
+from code_verifier_helpers import make_code_verifier, sandbox_uid_processes
 
 ADD_TESTS = "assert add(1, 2) == 3\nassert add(5, 7) == 12\n"
 TIMEOUT_S = 1.5
@@ -28,24 +25,6 @@ def verifier():
     v = make_verifier()
     yield v
     v.close()
-
-
-def sandbox_uid_processes() -> list[int]:
-    """Live processes running as a sandbox uid of this process: candidates (warm sandboxes still run as root until
-    they get a job). Other processes on the machine hold other uids, and their candidates are not ours to count.
-    Zombies are left out: they run no code and only wait for the kernel to reap them, which lags under load."""
-    ours = UIDS.held()
-    found = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            status = open(f"/proc/{pid}/status").read()
-            uid = int(status.split("Uid:")[1].split()[0])
-            state = status.split("State:")[1].split()[0]
-        except (OSError, IndexError, ValueError):
-            continue
-        if uid in ours and state != "Z":
-            found.append(pid)
-    return found
 
 
 def assert_zero_and_clean(verifier, code, tests=ADD_TESTS, max_s=TIMEOUT_S + 4.0):
