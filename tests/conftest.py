@@ -18,6 +18,7 @@ for variable, folder in {
     "HF_DATASETS_CACHE": "huggingface/datasets",
     "XDG_CACHE_HOME": "xdg",
     "MPLCONFIGDIR": "matplotlib",
+    "TRL_GRPO_EXT_CACHE": "trl_grpo_ext",
 }.items():
     os.environ[variable] = os.path.join(CACHE_ROOT, folder)
 

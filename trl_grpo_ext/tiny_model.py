@@ -21,7 +21,10 @@ CHAT_TEMPLATE = (
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
 
-DEFAULT_CACHE = Path(os.environ.get("TRL_GRPO_EXT_CACHE", Path.home() / ".cache" / "trl_grpo_ext"))
+DEFAULT_CACHE = Path(
+    os.environ.get("TRL_GRPO_EXT_CACHE")
+    or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trl_grpo_ext"
+)
 
 
 def build_tokenizer():
