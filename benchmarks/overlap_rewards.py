@@ -36,7 +36,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import torch  # noqa: E402
 from datasets import Dataset  # noqa: E402
-from transformers import PrinterCallback, TrainerCallback  # noqa: E402
+from trainer_overhead import StepTimer  # noqa: E402  (this folder is the script's sys.path[0])
+from transformers import PrinterCallback  # noqa: E402
 
 from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer  # noqa: E402
 from trl_grpo_ext.tiny_model import tiny_model_path  # noqa: E402
@@ -72,18 +73,6 @@ class SymbolicLoad(Verifier):
 def symbolic_pair(k: int) -> tuple[str, str]:
     """A correct answer written another way: a quotient that simplifies, a logarithm of a square (~25 ms a pair)."""
     return rf"\boxed{{\frac{{x^3 - {k}^3}}{{x - {k}}} + \ln(y^2)}}", rf"x^2 + {k}x + {k}^2 + 2\ln|y|"
-
-
-class StepTimer(TrainerCallback):
-    def __init__(self):
-        self.times: list[float] = []
-        self._start = 0.0
-
-    def on_step_begin(self, args, state, control, **kwargs):
-        self._start = time.perf_counter()
-
-    def on_step_end(self, args, state, control, **kwargs):
-        self.times.append(time.perf_counter() - self._start)
 
 
 class ForwardTimer:
