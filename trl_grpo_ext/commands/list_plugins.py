@@ -6,7 +6,9 @@ import argparse
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kind", choices=["advantage", "kl", "verifier"], help="List only this kind of plug-in.")
+    parser.add_argument(
+        "--kind", choices=["advantage", "kl", "verifier"], help="List only this kind of plug-in (default: all kinds)."
+    )
 
 
 def run(args: argparse.Namespace) -> int:
