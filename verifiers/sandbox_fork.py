@@ -13,7 +13,7 @@ candidate code) and asks it for one child per candidate. Each child gets, before
 
 The host passes each child its pipes over the server's control socket, and keeps a status pipe (the child's exit
 status, then the report that its PID namespace is empty) and a kill pipe (a byte or its end makes the child's
-supervisor kill the namespace). Only when the namespace is reported empty is the uid reused without a /proc scan; otherwise every
+server kill the namespace). Only when the namespace is reported empty is the uid reused without a /proc scan; otherwise every
 process of the uid is killed, as for a sandbox process of its own.
 """
 
@@ -37,7 +37,7 @@ logger = logging.getLogger("trl_grpo_ext.verifiers")
 
 # What the fork server needs beyond the uid drop: new namespaces and a tmpfs per child, loopback up in each.
 SERVER_CAPS = ("CAP_SYS_ADMIN", "CAP_NET_ADMIN")
-KILL_WAIT_S = 2.0  # how long a killed child's supervisor may take to report its namespace empty
+KILL_WAIT_S = 2.0  # how long the server may take to report a killed child's namespace empty
 
 
 def forks_candidates(isolation: Isolation) -> bool:
@@ -161,7 +161,7 @@ class ForkedSandbox(SandboxProcess):
                 message = self.status.read_message()
             except (ProtocolError, OSError) as exc:
                 message = {"error": f"unreadable status: {exc}"}
-            if message is None:  # the supervisor ended without its report: nothing confirms the namespace is empty
+            if message is None:  # the server ended without its report: nothing confirms the namespace is empty
                 self._close_fds(self.status_r)
                 self.status_r = -1
                 return False
@@ -189,11 +189,11 @@ class ForkedSandbox(SandboxProcess):
         """Kill the child's namespace, if it still lives, and make sure nothing of its uid is left.
 
         No grace period: a sandbox process of its own gets one so that it can end by itself and spare the scan of
-        /proc by uid; here the supervisor's report spares it either way, and once the verdict is in, nothing the
+        /proc by uid; here the server's report spares it either way, and once the verdict is in, nothing the
         candidate does while exiting can change it."""
         self._close_fds(self.request_w, self.reply_r, self.stdout_r)
         self.request_w = self.reply_r = self.stdout_r = -1
-        if self.kill_w >= 0:  # the supervisor kills the namespace, if it still lives, on a byte or end of file
+        if self.kill_w >= 0:  # the server kills the namespace, if it still lives, on a byte or end of file
             try:
                 os.write(self.kill_w, b"k")  # a byte, in case a fork of this process holds a copy of the pipe
             except OSError:

@@ -3,17 +3,17 @@
 Started by sandbox_fork.py as `python -I -S sandbox_zygote.py CONTROL_FD`, as root inside bubblewrap with only the
 capabilities it needs (setuid/setgid for the uid drop, sys_admin and net_admin for the namespaces). Standard library
 only. It never runs candidate code. For each message on the control socket (the harness limits, with the child's
-request, reply, stdout, status and kill descriptors) it forks:
+request, reply, stdout, status and kill descriptors) it forks, into a new PID namespace:
 
-    supervisor  unshares mount, PID, IPC and network namespaces, mounts a fresh tmpfs on /tmp, brings loopback up;
-                waits for the namespace's first process, or kills it when the verifier writes to or closes the kill
-                pipe; then reports {"reaped": true}: the PID namespace is empty.
-    init        PID 1 of the new namespace: mounts its /proc, forks the candidate, reaps orphans, reports the
-                candidate's {"exit": status} and ends, which makes the kernel kill whatever is left in the namespace.
+    init        PID 1 of the new namespace: unshares mount, IPC and network namespaces, mounts a fresh tmpfs on /tmp
+                and its own /proc, brings loopback up, forks the candidate, reaps orphans, reports the candidate's
+                {"exit": status} and ends, which makes the kernel kill whatever is left in the namespace.
     candidate   the harness (code_harness.serve): sets rlimits, drops to the candidate's own uid, runs the code.
 
-A failure before the candidate starts is reported as {"error": ...} on the status pipe. The candidate holds neither
-the status nor the kill pipe, nor the control socket, so it can forge none of these reports.
+The server itself supervises every init at once: it kills one when the verifier writes to or closes its kill pipe,
+and once the kernel has emptied its namespace (init reaped), reports {"reaped": true} on its status pipe. A failure
+before the candidate starts is reported as {"error": ...}. The candidate holds neither the status nor the kill pipe
+of any candidate, nor the control socket, so it can forge none of these reports.
 """
 
 import atexit
@@ -49,41 +49,20 @@ def _check(result: int, what: str) -> None:
 
 
 def isolate(tmp_mb: int) -> None:
-    """Fresh namespaces for one candidate, and an empty tmpfs of its own on /tmp."""
-    _check(LIBC.unshare(CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET), "unshare")
+    """Fresh mount, IPC and network namespaces for one candidate (PID 1 of its own PID namespace), an empty tmpfs of
+    its own on /tmp, its own /proc, and loopback up."""
+    _check(LIBC.unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET), "unshare")
     _check(LIBC.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "making mounts private")
     options = f"size={int(tmp_mb)}m,mode=1777".encode()
     _check(LIBC.mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, options), "mounting /tmp")
+    _check(LIBC.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mounting /proc")
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:  # a new network namespace has loopback down
         fcntl.ioctl(probe, SIOCSIFFLAGS, struct.pack("16sh22x", b"lo", IFF_UP | IFF_LOOPBACK | IFF_RUNNING))
 
 
-def supervise(job: dict, request_r: int, reply_w: int, stdout_w: int, status_w: int, kill_r: int) -> None:
-    try:
-        isolate(job["tmp_mb"])
-        pid = os.fork()
-    except OSError as exc:
-        write_message(status_w, {"error": f"the sandbox could not isolate the candidate: {exc}"})
-        return
-    if pid == 0:
-        try:
-            os.close(kill_r)
-            init(job, request_r, reply_w, stdout_w, status_w)
-        finally:
-            os._exit(70)
-    for fd in (request_r, reply_w, stdout_w):
-        os.close(fd)
-    pidfd = os.pidfd_open(pid)
-    ready = select.select([pidfd, kill_r], [], [])[0]
-    if pidfd not in ready:  # the verifier wrote to or closed the kill pipe (verdict, deadline, or it ended)
-        os.kill(pid, signal.SIGKILL)
-    os.waitpid(pid, 0)  # returns once every process of the namespace is gone
-    write_message(status_w, {"reaped": True})
-
-
 def init(job: dict, request_r: int, reply_w: int, stdout_w: int, status_w: int) -> None:
     try:
-        _check(LIBC.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mounting /proc")
+        isolate(job["tmp_mb"])
         pid = os.fork()
     except OSError as exc:
         write_message(status_w, {"error": f"the sandbox could not isolate the candidate: {exc}"})
@@ -145,30 +124,101 @@ def exit_code(exc: SystemExit) -> int:
     return 1
 
 
+class Server:
+    """The control socket and the inits it started: each one's kill pipe, status pipe and pidfd."""
+
+    def __init__(self, control: socket.socket):
+        self.control = control
+        self.pid = os.getpid()
+        self.own_pid_namespace = os.open("/proc/self/ns/pid", os.O_RDONLY)
+        self.inits = {}  # pidfd -> (pid, status_w, kill_r)
+        self.kill_pipes = {}  # kill_r -> pidfd, until the init is killed
+        self.poller = select.poll()  # not select(): hundreds of workers may hold descriptors past FD_SETSIZE
+        self.poller.register(control, select.POLLIN)
+
+    def serve(self) -> None:
+        while True:
+            ready = [fd for fd, _ in self.poller.poll()]
+            # Kills first, then reaps (which close descriptors), then new inits (which open some): a descriptor
+            # closed and reused within one round is never taken for the one that poll reported.
+            for fd in ready:
+                if fd in self.kill_pipes:  # the verifier wrote to or closed it (verdict, deadline, or it ended)
+                    self.poller.unregister(fd)
+                    pidfd = self.kill_pipes.pop(fd)
+                    os.kill(self.inits[pidfd][0], signal.SIGKILL)  # unreaped, so the pid is still this init's
+            for fd in ready:
+                if fd in self.inits:
+                    self.reap(fd)
+            if self.control.fileno() in ready:
+                message, fds, _, _ = socket.recv_fds(self.control, 1 << 16, 5)
+                if not message:
+                    return
+                if len(fds) == 5:
+                    self.start(json.loads(message), *fds)
+                else:
+                    close_all(fds)
+
+    def start(self, job: dict, request_r: int, reply_w: int, stdout_w: int, status_w: int, kill_r: int) -> None:
+        try:
+            _check(LIBC.unshare(CLONE_NEWPID), "unshare")  # the next child is PID 1 of a new PID namespace
+            try:
+                pid = os.fork()
+            finally:
+                if os.getpid() == self.pid and LIBC.setns(self.own_pid_namespace, CLONE_NEWPID) != 0:
+                    raise SystemExit("cannot return to the server's PID namespace")  # its next child would share one
+        except OSError as exc:
+            write_message(status_w, {"error": f"the sandbox could not isolate the candidate: {exc}"})
+            close_all((request_r, reply_w, stdout_w, status_w, kill_r))
+            return
+        if pid == 0:
+            try:
+                close_all([self.control.fileno(), self.own_pid_namespace, kill_r, *self.kill_pipes])
+                close_all(fd for pidfd, (_, status, _) in self.inits.items() for fd in (pidfd, status))
+                init(job, request_r, reply_w, stdout_w, status_w)
+            finally:
+                os._exit(70)
+        close_all((request_r, reply_w, stdout_w))
+        pidfd = os.pidfd_open(pid)
+        self.inits[pidfd] = (pid, status_w, kill_r)
+        self.kill_pipes[kill_r] = pidfd
+        self.poller.register(pidfd, select.POLLIN)
+        self.poller.register(kill_r, select.POLLIN)
+
+    def reap(self, pidfd: int) -> None:
+        pid, status_w, kill_r = self.inits.pop(pidfd)
+        if self.kill_pipes.pop(kill_r, None) is not None:
+            self.poller.unregister(kill_r)
+        self.poller.unregister(pidfd)
+        os.waitpid(pid, 0)  # an init ends only once every process of its namespace is gone
+        try:
+            write_message(status_w, {"reaped": True})
+        except OSError:  # the verifier gave up on this one
+            pass
+        close_all((pidfd, status_w, kill_r))
+
+
+def close_all(fds) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
     for name in WARM_MODULES:
         __import__(name)
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # supervisors are reaped by the kernel
+    for name in ("unshare", "setns", "mount"):
+        getattr(LIBC, name)  # looked up once here, not in every child
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     control.send(b"started")
     os.dup2(devnull, 2)  # stderr was for start-up failures only
     os.close(devnull)
+    server = Server(control)
     gc.freeze()  # the children share these pages until they write them
-    while True:
-        message, fds, _, _ = socket.recv_fds(control, 1 << 16, 5)
-        if not message:
-            return
-        if len(fds) == 5 and os.fork() == 0:
-            try:
-                control.close()
-                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-                supervise(json.loads(message), *fds)
-            finally:
-                os._exit(0)
-        for fd in fds:
-            os.close(fd)
+    server.serve()
 
 
 if __name__ == "__main__":
