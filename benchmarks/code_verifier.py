@@ -1,14 +1,16 @@
 """Executions per second of the `code` verifier next to a naive subprocess-per-test harness, in one run.
 
     python benchmarks/code_verifier.py                  # 2 workers, trivial and 100 ms programs
-    python benchmarks/code_verifier.py --workers 2 --trivial 120 --slow 40 --rounds 3
+    python benchmarks/code_verifier.py --workers 2 --trivial 300 --slow 40 --rounds 3
 
 The naive harness is what many RL code pipelines do: `subprocess.run([python, "-c", code + tests])` and reward 1 when
 the exit code is 0 (no isolation, forgeable), on a thread pool of the same size. The verifier runs with its worker
 pool at its strongest isolation level here (under bubblewrap as root: candidates forked from a warm interpreter, see
 verifiers/sandbox_fork.py) and at the "rlimits" fallback (a process per candidate). Rounds are interleaved (naive,
 verifier, fallback, naive, ...) so that load from other processes hits all of them; the median round is printed, with
-the load average before and after: the ratios hold under load, absolute times need an idle machine.
+the load average before and after: the ratios hold under load, absolute times need an idle machine. So does the CPU
+time per execution, counted over the whole machine (/proc/stat, every process and kernel thread included): it is
+what the harnesses cost, where the rates also depend on how well each fills the cores.
 """
 
 from __future__ import annotations
@@ -52,10 +54,24 @@ def verifier_rate(verifier, code: str, n: int) -> float:
     return n / elapsed
 
 
+def busy_seconds() -> float:
+    """CPU time the machine has spent, all cores, everything but idle and I/O wait."""
+    with open("/proc/stat") as stat:
+        ticks = [int(field) for field in stat.readline().split()[1:]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
+
+
+def measured(measure, code: str, n: int) -> tuple[float, float]:
+    """(executions per second, ms of machine CPU per execution) of one round."""
+    before = busy_seconds()
+    rate = measure(code, n)
+    return rate, 1000 * (busy_seconds() - before) / n
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--trivial", type=int, default=120, help="executions of the trivial program per round")
+    parser.add_argument("--trivial", type=int, default=300, help="executions of the trivial program per round")
     parser.add_argument("--slow", type=int, default=40, help="executions of the 100 ms program per round")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
@@ -71,15 +87,21 @@ def main(argv=None) -> None:
     try:
         for label, code, n in (("trivial", TRIVIAL, args.trivial), ("100 ms", SLOW, args.slow)):
             rates = {name: [] for name in harnesses}
+            cpu = {name: [] for name in harnesses}
             for _ in range(args.rounds):
                 for name, measure in harnesses.items():
-                    rates[name].append(measure(code, n))
+                    rate, cpu_ms = measured(measure, code, n)
+                    rates[name].append(rate)
+                    cpu[name].append(cpu_ms)
             naive = statistics.median(rates[next(iter(harnesses))])
             print(f"\n{label} program, {n} executions per round (median of {args.rounds}):")
             for name, values in rates.items():
                 rate = statistics.median(values)
                 per_exec_ms = 1000 * args.workers / rate
-                print(f"  {name:38s} {rate:7.1f} exec/s  {per_exec_ms:6.1f} ms/exec/worker  x{rate / naive:4.2f}")
+                print(
+                    f"  {name:38s} {rate:7.1f} exec/s  {per_exec_ms:6.1f} ms/exec/worker  x{rate / naive:4.2f}"
+                    f"  {statistics.median(cpu[name]):6.1f} ms CPU/exec"
+                )
         print(f"\nafter: {load_average()}")
     finally:
         strong.close()
