@@ -172,8 +172,8 @@ class Server:
             return
         if pid == 0:
             try:
-                close_all([self.control.fileno(), self.own_pid_namespace, kill_r, *self.kill_pipes])
-                close_all(fd for pidfd, (_, status, _) in self.inits.items() for fd in (pidfd, status))
+                close_all([self.control.fileno(), self.own_pid_namespace, kill_r])
+                close_all(fd for pidfd, (_, status, kill) in self.inits.items() for fd in (pidfd, status, kill))
                 init(job, request_r, reply_w, stdout_w, status_w)
             finally:
                 os._exit(70)
