@@ -83,6 +83,10 @@ def main(training_args: GRPOExtConfig) -> None:
         f"Mean reward {first:.2f} (steps {max(1, first_step - every + 1)}-{first_step}) -> {last:.2f} "
         f"(steps {max(1, last_step - every + 1)}-{last_step}); chance is 0.10."
     )
+    accelerator = trainer.accelerator
+    del trainer  # the DDP-wrapped model goes before its process group: destroying the group first can hang
+    accelerator.free_memory()  # drops the accelerator's references and collects the trainer's cycles
+    accelerator.end_training()  # destroys the process group: a gloo group alive at exit can abort the process
 
 
 if __name__ == "__main__":

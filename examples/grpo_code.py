@@ -132,6 +132,10 @@ def main(script_args: CodeScriptArguments, training_args: GRPOExtConfig, model_a
         )
     finally:
         reward.verifier.close()
+    accelerator = trainer.accelerator
+    del trainer  # the DDP-wrapped model goes before its process group: destroying the group first can hang
+    accelerator.free_memory()  # drops the accelerator's references and collects the trainer's cycles
+    accelerator.end_training()  # destroys the process group: a gloo group alive at exit can abort the process
 
 
 def parse_args() -> tuple[CodeScriptArguments, GRPOExtConfig, ModelConfig]:

@@ -104,6 +104,10 @@ def main(script_args: MathScriptArguments, training_args: GRPOExtConfig, model_a
         )
     finally:
         rewards[0].verifier.close()
+    accelerator = trainer.accelerator
+    del trainer  # the DDP-wrapped model goes before its process group: destroying the group first can hang
+    accelerator.free_memory()  # drops the accelerator's references and collects the trainer's cycles
+    accelerator.end_training()  # destroys the process group: a gloo group alive at exit can abort the process
 
 
 def parse_args() -> tuple[MathScriptArguments, GRPOExtConfig, ModelConfig]:

@@ -223,6 +223,11 @@ record = {
 }
 with open(f"{output}/rank{trainer.accelerator.process_index}.json", "w") as f:
     json.dump(record, f)
+del model
+accelerator = trainer.accelerator
+del trainer  # the DDP-wrapped model goes before its process group: destroying the group first can hang
+accelerator.free_memory()  # drops the accelerator's references and collects the trainer's cycles
+accelerator.end_training()  # destroys the process group: a gloo group alive at exit can abort the process
 """
 
 

@@ -86,6 +86,10 @@ def train_one(run: RunSpec, task: Task, model: str, output_dir: Path, threads: i
         recorder.close()
         for reward in rewards:
             reward.verifier.close()
+    accelerator = trainer.accelerator
+    del trainer  # the DDP-wrapped model goes before its process group: destroying the group first can hang
+    accelerator.free_memory()  # drops the accelerator's references and collects the trainer's cycles
+    accelerator.end_training()  # destroys the process group: a gloo group alive at exit can abort the process
 
 
 def metrics_recorder(path: Path, rollouts_per_step: int):
