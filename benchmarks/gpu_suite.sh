@@ -5,9 +5,9 @@
 #   memory             measured peak CUDA memory of one step next to the estimate (benchmarks/gpu_memory.py)
 #   overhead           extension / stock step time on the GPU (benchmarks/trainer_overhead.py --quick)
 #   accelerate_single  examples/grpo_math.py under `accelerate launch`, one process (single_gpu.yaml)
-#   accelerate_fsdp2   the same with examples/accelerate/fsdp2.yaml, one process
-#   accelerate_zero2   the same with examples/accelerate/zero2.yaml, one process (skipped without deepspeed)
-#   accelerate_zero3   the same with examples/accelerate/zero3.yaml, one process (skipped without deepspeed)
+#   accelerate_fsdp2   the same with examples/accelerate_configs/fsdp2.yaml, one process
+#   accelerate_zero2   the same with examples/accelerate_configs/zero2.yaml, one process (skipped without deepspeed)
+#   accelerate_zero3   the same with examples/accelerate_configs/zero3.yaml, one process (skipped without deepspeed)
 #
 #   bash benchmarks/gpu_suite.sh                        # everything; results in outputs/gpu_suite/<time>/
 #   bash benchmarks/gpu_suite.sh --output_dir DIR --only parity,memory
@@ -108,7 +108,7 @@ expect_in_log() { # after a launch: the script's own line saying how many steps 
 }
 
 launch_example() { # launch_example CONFIG_YAML NAME
-    x "$PY" -m accelerate.commands.launch --config_file "examples/accelerate/$1" --num_processes 1 \
+    x "$PY" -m accelerate.commands.launch --config_file "examples/accelerate_configs/$1" --num_processes 1 \
         --num_machines 1 --main_process_port 29561 examples/grpo_math.py --max_steps "$LAUNCH_STEPS" \
         --logging_steps 1 --output_dir "$OUT_DIR/$2" --report_to none || return
     expect_in_log "Trained $LAUNCH_STEPS steps on 1 process(es)"
@@ -158,13 +158,13 @@ PY
 LAUNCH_CHECK_RC=""
 check_launch() { # check_launch CONFIG_YAML
     if [[ -z "$LAUNCH_CHECK_RC" ]]; then
-        LAUNCH_CHECK_OUT="$("$PY" -c "$LAUNCH_CHECK_PY" examples/accelerate/{single_gpu,fsdp2,zero2,zero3}.yaml -- \
+        LAUNCH_CHECK_OUT="$("$PY" -c "$LAUNCH_CHECK_PY" examples/accelerate_configs/{single_gpu,fsdp2,zero2,zero3}.yaml -- \
             examples/grpo_math.py --max_steps "$LAUNCH_STEPS" --logging_steps 1 --output_dir "$OUT_DIR/check" \
             --report_to none 2>&1)"
         LAUNCH_CHECK_RC=$?
     fi
     echo "$LAUNCH_CHECK_OUT"
-    grep -q "^examples/accelerate/$1: " <<<"$LAUNCH_CHECK_OUT" || return 1
+    grep -q "^examples/accelerate_configs/$1: " <<<"$LAUNCH_CHECK_OUT" || return 1
     return "$LAUNCH_CHECK_RC"
 }
 check_accelerate_single() { check_launch single_gpu.yaml; }

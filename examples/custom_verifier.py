@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import sys
 
-from script_help import script_parser  # examples/script_help.py, next to this script
+from script_setup import script_parser  # examples/script_setup.py, next to this script
 
 from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
 from trl_grpo_ext.datasets import arithmetic_dataset, arithmetic_format_warmup
+from trl_grpo_ext.launch import end_training
 from trl_grpo_ext.tiny_model import build_tiny_model
 from trl_grpo_ext.verifiers import as_reward_function, register_verifier
 
@@ -83,10 +84,7 @@ def main(training_args: GRPOExtConfig) -> None:
         f"Mean reward {first:.2f} (steps {max(1, first_step - every + 1)}-{first_step}) -> {last:.2f} "
         f"(steps {max(1, last_step - every + 1)}-{last_step}); chance is 0.10."
     )
-    accelerator = trainer.accelerator
-    del trainer  # the DDP-wrapped model goes before its process group: destroying the group first can hang
-    accelerator.free_memory()  # drops the accelerator's references and collects the trainer's cycles
-    accelerator.end_training()  # destroys the process group: a gloo group alive at exit can abort the process
+    end_training(trainer)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ What it does, in order:
 4. Prints a summary line (start and final reward, steps, time) and saves the reward curve to
    `outputs/demo/reward_curve.png` and the per-step log to `outputs/demo/log.jsonl`.
 
-Seeds are fixed; the run stops after `--max_steps` or `--max_seconds`, whichever comes first.
+Seeds are fixed and the run trains `--max_steps` steps, so a seed gives the same result on any machine;
+`--max_seconds` adds a time cap (then the result depends on the machine's speed).
 """
 
 from __future__ import annotations
@@ -29,7 +30,6 @@ from pathlib import Path
 
 DEFAULTS = dict(
     max_steps=600,
-    max_seconds=170.0,
     num_generations=8,
     prompts_per_step=32,
     learning_rate=1e-3,
@@ -49,6 +49,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     for name, default in DEFAULTS.items():
         parser.add_argument(f"--{name}", type=type(default), default=default)
+    parser.add_argument(
+        "--max_seconds", type=float, default=None, help="Stop after this many seconds (default: no time cap)."
+    )
     parser.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1), help="torch CPU threads.")
     return parser.parse_args(argv)
 
@@ -65,8 +68,9 @@ def greedy_accuracy(model, tokenizer, problems: list[dict]) -> float:
     return sum(a == p["answer"] for a, p in zip(answers, problems)) / len(problems)
 
 
-def make_progress_callback(max_steps: int, max_seconds: float):
-    """A TrainerCallback with a progress bar showing the running reward; it stops training after `max_seconds`."""
+def make_progress_callback(max_steps: int, max_seconds: float | None):
+    """A TrainerCallback with a progress bar showing the running reward; it stops training after `max_seconds`
+    (None: no time cap)."""
     from tqdm.auto import tqdm
     from transformers import TrainerCallback
 
@@ -90,7 +94,7 @@ def make_progress_callback(max_steps: int, max_seconds: float):
             self.bar.update(state.global_step - self.bar.n)
 
         def on_step_end(self, args, state, control, **kwargs):
-            if time.perf_counter() - self.start > max_seconds:
+            if max_seconds is not None and time.perf_counter() - self.start > max_seconds:
                 self.stopped_by_time = True
                 control.should_training_stop = True
 
@@ -192,7 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     greedy_before = greedy_accuracy(model, tokenizer, problems)
     print(f"Format warm-up: {args.warmup_steps} steps in {warmup_s:.1f} s (loss {warmup_loss:.2f}; random targets).")
 
-    progress = make_progress_callback(args.max_steps, args.max_seconds - warmup_s)
+    time_left = None if args.max_seconds is None else args.max_seconds - warmup_s
+    progress = make_progress_callback(args.max_steps, time_left)
     trainer = build_trainer(model, tokenizer, args, progress)
     trainer.train()
     total_s = time.perf_counter() - started

@@ -5,7 +5,7 @@ With no arguments it trains the embedded tiny model on the built-in single-digit
 network; `--model_name_or_path` and `--dataset_name` switch to a Hub model and dataset on a GPU machine:
 
     python examples/grpo_math.py                                    # tiny model, built-in data, CPU
-    accelerate launch --config_file examples/accelerate/multi_gpu.yaml examples/grpo_math.py \\
+    accelerate launch --config_file examples/accelerate_configs/multi_gpu.yaml examples/grpo_math.py \\
         --config examples/configs/grpo_math_qwen.yaml                # Qwen2.5 on GSM8K
 
 Hub datasets: `--prompt_column` names the question column and `--answer_column` the reference the verifier reads
@@ -17,13 +17,12 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
-from accelerate import PartialState
-from script_help import script_parser  # examples/script_help.py, next to this script
-from trl import ModelConfig, ScriptArguments, TrlParser, get_peft_config
+from script_setup import parse_script_args, tiny_model  # examples/script_setup.py, next to this script
+from trl import ModelConfig, ScriptArguments, get_peft_config
 
 from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
 from trl_grpo_ext.datasets import arithmetic_dataset, hub_prompt_dataset
-from trl_grpo_ext.tiny_model import tiny_model_path
+from trl_grpo_ext.launch import end_training
 from trl_grpo_ext.verifiers import as_reward_function
 
 # Defaults sized for the embedded tiny model on a CPU, used only when no --model_name_or_path is given (a Hub model
@@ -79,13 +78,6 @@ def build_rewards(script_args: MathScriptArguments) -> list:
     return rewards
 
 
-def tiny_model() -> str:
-    # One process builds and saves the tiny model, the others then load it: under an initialised process group
-    # `save_pretrained` writes the weights from the main process only.
-    with PartialState().main_process_first():
-        return tiny_model_path()
-
-
 def main(script_args: MathScriptArguments, training_args: GRPOExtConfig, model_args: ModelConfig) -> None:
     rewards = build_rewards(script_args)
     trainer = GRPOExtTrainer(
@@ -104,22 +96,9 @@ def main(script_args: MathScriptArguments, training_args: GRPOExtConfig, model_a
         )
     finally:
         rewards[0].verifier.close()
-    accelerator = trainer.accelerator
-    del trainer  # the DDP-wrapped model goes before its process group: destroying the group first can hang
-    accelerator.free_memory()  # drops the accelerator's references and collects the trainer's cycles
-    accelerator.end_training()  # destroys the process group: a gloo group alive at exit can abort the process
-
-
-def parse_args() -> tuple[MathScriptArguments, GRPOExtConfig, ModelConfig]:
-    dataclass_types = (MathScriptArguments, GRPOExtConfig, ModelConfig)
-    args = script_parser(__doc__, "grpo_math.py", dataclass_types, TINY_DEFAULTS).parse_args_and_config()
-    if args[2].model_name_or_path is None:  # the embedded tiny model: parse again with CPU-sized defaults
-        parser = TrlParser(dataclass_types)
-        parser.set_defaults(**TINY_DEFAULTS)
-        args = parser.parse_args_and_config()
-    return args
+    end_training(trainer)
 
 
 if __name__ == "__main__":
-    main(*parse_args())
+    main(*parse_script_args(__doc__, "grpo_math.py", (MathScriptArguments, GRPOExtConfig, ModelConfig), TINY_DEFAULTS))
     sys.exit(0)

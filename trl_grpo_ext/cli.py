@@ -1,5 +1,8 @@
-"""`trl-grpo-ext` command line. Each subcommand lives in its own module exposing `add_arguments(parser)` and
-`run(args) -> int`; this file only dispatches, importing the module (and so torch/trl) when the subcommand runs."""
+"""The `trl-grpo-ext` command line: inspect the registries, estimate memory, compare variants with stock TRL.
+
+Each subcommand lives in its own module exposing `add_arguments(parser)` and `run(args) -> int`; this file only
+dispatches, importing the module (and so torch/trl) when the subcommand runs.
+"""
 
 from __future__ import annotations
 

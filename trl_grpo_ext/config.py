@@ -17,6 +17,7 @@ from .advantages import (
     validate_advantage_estimator,
 )
 from .kl import validate_kl_estimator
+from .registry import invalid_choice
 
 KL_PLACEMENTS = ("loss", "reward")
 ADVANTAGE_STD_CHOICES = ("unbiased", "biased")
@@ -165,9 +166,7 @@ class GRPOExtConfig(GRPOConfig):
     def _validate_advantage_settings(self) -> None:
         validate_advantage_estimator("advantage_estimator", self.advantage_estimator)
         if self.advantage_std not in ADVANTAGE_STD_CHOICES:
-            raise ValueError(
-                f"advantage_std={self.advantage_std!r} is not valid. Valid choices: {', '.join(ADVANTAGE_STD_CHOICES)}."
-            )
+            raise ValueError(invalid_choice("advantage_std", self.advantage_std, ADVANTAGE_STD_CHOICES))
         if self.advantage_epsilon < 0:
             raise ValueError(f"advantage_epsilon={self.advantage_epsilon} must be >= 0.")
         declared = estimator_parameters(self.advantage_estimator)
@@ -197,9 +196,7 @@ class GRPOExtConfig(GRPOConfig):
     def _validate_kl_settings(self) -> None:
         validate_kl_estimator("kl_estimator", self.kl_estimator)
         if self.kl_placement not in KL_PLACEMENTS:
-            raise ValueError(
-                f"kl_placement={self.kl_placement!r} is not valid. Valid choices: {', '.join(KL_PLACEMENTS)}."
-            )
+            raise ValueError(invalid_choice("kl_placement", self.kl_placement, KL_PLACEMENTS))
         if self.kl_clamp is not None and self.kl_clamp <= 0:
             raise ValueError(f"kl_clamp={self.kl_clamp} must be positive, or None for no clamp.")
         if self.kl_target is not None and (self.kl_target <= 0 or self.kl_horizon <= 0):

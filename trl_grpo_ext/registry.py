@@ -6,6 +6,7 @@ Pure Python: the verifiers import it without pulling in torch or trl.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -14,6 +15,17 @@ from typing import Any
 def first_doc_line(obj: Any) -> str:
     doc = inspect.getdoc(obj) or ""
     return doc.strip().splitlines()[0] if doc.strip() else ""
+
+
+def suggest(name: object, choices: list[str]) -> str:
+    """ " Did you mean 'x'?" for the closest of `choices` to a mistyped `name`, or "" when none is close."""
+    close = difflib.get_close_matches(name, choices, n=1) if isinstance(name, str) else []
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def invalid_choice(field: str, value: object, choices: list[str] | tuple[str, ...], what: str = "valid") -> str:
+    """The error message for a config `field` set to a `value` outside `choices`: field, value, closest, choices."""
+    return f"{field}={value!r} is not {what}.{suggest(value, list(choices))} Valid choices: {', '.join(choices)}."
 
 
 class Registry:
@@ -42,14 +54,14 @@ class Registry:
         try:
             return self._entries[name]
         except (KeyError, TypeError):
-            raise ValueError(f"Unknown {self.kind} {name!r}. Valid choices: {', '.join(self.names())}.") from None
+            raise ValueError(
+                f"Unknown {self.kind} {name!r}.{suggest(name, self.names())} Valid choices: {', '.join(self.names())}."
+            ) from None
 
     def validate(self, field: str, name: str) -> None:
         """Raise if `name` is not registered, naming the config `field` it came from."""
         if name not in self._entries:
-            raise ValueError(
-                f"{field}={name!r} is not a registered {self.kind}. Valid choices: {', '.join(self.names())}."
-            )
+            raise ValueError(invalid_choice(field, name, self.names(), what=f"a registered {self.kind}"))
 
     def names(self) -> list[str]:
         return list(self._entries)

@@ -131,7 +131,9 @@ def test_group_sweep_spends_the_same_rollout_budget_for_every_group_size():
 def test_task_file_rejects_unknown_keys_and_extension_settings(tmp_path):
     path = tmp_path / "task.yaml"
     path.write_text("model_name_or_path: m\nreward_verifier: [math]\n")
-    with pytest.raises(ValueError, match="'reward_verifier' .*the file may set: .*reward_verifiers"):
+    with pytest.raises(
+        ValueError, match="'reward_verifier' \\(did you mean reward_verifiers.*the file may set: .*reward_verifiers"
+    ):
         load_task_file(path)
     path.write_text("dataset_name: d\nadvantage_estimator: rloo\nkl_estimator: k3\n")
     with pytest.raises(ValueError, match="advantage_estimator='rloo'.*--variant mine:advantage_estimator=rloo"):

@@ -124,13 +124,13 @@ def test_every_accelerate_config_is_a_valid_accelerate_config():
         "zero3.yaml": "DEEPSPEED",
         "fsdp2.yaml": "FSDP",
     }
-    found = {p.name for p in (EXAMPLES / "accelerate").glob("*.yaml")}
+    found = {p.name for p in (EXAMPLES / "accelerate_configs").glob("*.yaml")}
     assert found == set(expected)
     for name, distributed_type in expected.items():
-        config = load_config_from_file(str(EXAMPLES / "accelerate" / name))
+        config = load_config_from_file(str(EXAMPLES / "accelerate_configs" / name))
         assert str(config.distributed_type).endswith(distributed_type), name
     zero_stages = {
-        n: yaml.safe_load((EXAMPLES / "accelerate" / n).read_text())["deepspeed_config"]["zero_stage"]
+        n: yaml.safe_load((EXAMPLES / "accelerate_configs" / n).read_text())["deepspeed_config"]["zero_stage"]
         for n in ("zero2.yaml", "zero3.yaml")
     }
     assert zero_stages == {"zero2.yaml": 2, "zero3.yaml": 3}
@@ -164,3 +164,14 @@ def test_yaml_configs_parse_into_the_script_dataclasses():
             assert model_args.model_name_or_path.startswith("Qwen/") and script_args.dataset_name, name
         else:
             assert model_args.model_name_or_path is None and script_args.dataset_name is None, name
+
+
+def test_no_folder_of_examples_shadows_an_importable_module():
+    """Python puts the script's folder first on sys.path, so a folder `examples/accelerate/` became a namespace
+    package that hid the real `accelerate` from every example script run outside its virtual environment."""
+    import importlib.util
+
+    folders = [p.name for p in EXAMPLES.iterdir() if p.is_dir() and not p.name.startswith((".", "__"))]
+    assert "accelerate_configs" in folders
+    shadowing = [name for name in folders if importlib.util.find_spec(name) is not None]
+    assert shadowing == [], f"examples/{shadowing} shadow installed modules of the same name"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 
 import pytest
@@ -135,3 +136,27 @@ def test_parsed_from_command_line_and_yaml(tmp_path):
     assert isinstance(cfg, GRPOExtConfig)
     assert (cfg.advantage_estimator, cfg.kl_estimator, cfg.kl_placement) == ("rloo", "k1", "reward")
     assert (cfg.beta, cfg.kl_target) == (0.02, 0.5)
+
+
+@pytest.mark.parametrize(
+    ("field", "typo", "meant"),
+    [
+        ("advantage_estimator", "rlo", "rloo"),
+        ("advantage_estimator", "dr-grpo", "dr_grpo"),
+        ("kl_estimator", "low_var", "low_var_kl"),
+        ("kl_placement", "rewards", "reward"),
+        ("advantage_std", "unbiassed", "unbiased"),
+    ],
+)
+def test_a_typo_is_answered_with_the_closest_valid_name(tmp_path, field, typo, meant):
+    with pytest.raises(
+        ValueError, match=re.escape(f"{field}={typo!r}") + ".*" + re.escape(f"Did you mean {meant!r}?")
+    ) as error:
+        config(tmp_path, beta=0.1, **{field: typo})
+    assert "Valid choices:" in str(error.value)
+
+
+def test_a_name_far_from_every_choice_gets_no_suggestion(tmp_path):
+    with pytest.raises(ValueError) as error:
+        config(tmp_path, advantage_estimator="zzzzzz")
+    assert "Did you mean" not in str(error.value) and "Valid choices: grpo" in str(error.value)

@@ -198,6 +198,7 @@ import json, sys, torch
 from trainer_helpers import make_config
 from datasets import Dataset
 from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
+from trl_grpo_ext.launch import end_training
 from trl_grpo_ext.verifiers import as_reward_function, register_verifier
 
 
@@ -224,10 +225,7 @@ record = {
 with open(f"{output}/rank{trainer.accelerator.process_index}.json", "w") as f:
     json.dump(record, f)
 del model
-accelerator = trainer.accelerator
-del trainer  # the DDP-wrapped model goes before its process group: destroying the group first can hang
-accelerator.free_memory()  # drops the accelerator's references and collects the trainer's cycles
-accelerator.end_training()  # destroys the process group: a gloo group alive at exit can abort the process
+end_training(trainer)
 """
 
 

@@ -93,21 +93,24 @@ def extension_fields() -> list[str]:
     return [name for name in config_fields() if name not in stock]
 
 
-def check_fields(where: str, keys: list[str], stock: bool = False) -> None:
-    """Raise ValueError naming each unknown key, its close matches, and the valid fields."""
+def check_fields(where: str, keys: list[str], stock: bool = False, also_accepted: tuple[str, ...] = ()) -> None:
+    """Raise ValueError naming each unknown key, its close matches among every accepted key (the config's fields and
+    `also_accepted`), and the valid fields."""
     valid = config_fields(stock=stock)
     unknown = [k for k in keys if k not in valid]
     if not unknown:
         return
     hints = []
     for key in unknown:
-        close = difflib.get_close_matches(key, valid, n=3)
+        close = difflib.get_close_matches(key, [*valid, *also_accepted], n=3)
         hints.append(f"{key!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
     kind = "GRPOConfig" if stock else "GRPOExtConfig"
     message = f"{where}: unknown {kind} field(s) {', '.join(hints)}."
     if not stock:
         message += f" The extension's fields: {', '.join(extension_fields())}."
     message += f" Every valid field: {', '.join(sorted(valid))}."
+    if also_accepted:
+        message += f" Besides these, the file may set: {', '.join(also_accepted)}."
     raise ValueError(message)
 
 
@@ -154,10 +157,7 @@ def load_task_file(path: str | os.PathLike) -> tuple[Task, dict[str, Any]]:
         task.verifier_imports = [task.verifier_imports]
     for key in ("output_dir", "config", *FORCED_SETTINGS):
         data.pop(key, None)  # the comparison chooses its own output folders and logging
-    try:
-        check_fields(f"--config {path}", list(data))
-    except ValueError as error:
-        raise ValueError(f"{error} Besides these, the file may set: {', '.join(TASK_KEYS)}.") from None
+    check_fields(f"--config {path}", list(data), also_accepted=TASK_KEYS)
     from trl_grpo_ext import GRPOExtConfig
 
     defaults = {f.name: f.default for f in dataclasses.fields(GRPOExtConfig)}

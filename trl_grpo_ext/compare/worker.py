@@ -66,6 +66,7 @@ def train_one(run: RunSpec, task: Task, model: str, output_dir: Path, threads: i
     from trl import GRPOConfig, GRPOTrainer
 
     from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
+    from trl_grpo_ext.launch import end_training
 
     transformers.logging.set_verbosity_error()
     warnings.filterwarnings("ignore", module=r"(trl|transformers|accelerate|torch)(\.|$)")
@@ -86,10 +87,7 @@ def train_one(run: RunSpec, task: Task, model: str, output_dir: Path, threads: i
         recorder.close()
         for reward in rewards:
             reward.verifier.close()
-    accelerator = trainer.accelerator
-    del trainer  # the DDP-wrapped model goes before its process group: destroying the group first can hang
-    accelerator.free_memory()  # drops the accelerator's references and collects the trainer's cycles
-    accelerator.end_training()  # destroys the process group: a gloo group alive at exit can abort the process
+    end_training(trainer)
 
 
 def metrics_recorder(path: Path, rollouts_per_step: int):

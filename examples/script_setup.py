@@ -1,5 +1,6 @@
-"""`--help` for the example scripts: the script's docstring and the flags a newcomer looks for first (`--config`,
-the script's own, the extension's), then TRL's full list. Used by grpo_math.py, grpo_code.py and
+"""What the example scripts share: their command line (`--help` opens with the script's docstring and the flags a
+newcomer looks for first: `--config`, the script's own, the extension's; then TRL's full list), the CPU-sized
+defaults of the embedded tiny model, and the tiny model itself. Used by grpo_math.py, grpo_code.py and
 custom_verifier.py; they import it from this folder."""
 
 from __future__ import annotations
@@ -8,9 +9,11 @@ import argparse
 import dataclasses
 import textwrap
 
+from accelerate import PartialState
 from trl import GRPOConfig, TrlParser
 
 from trl_grpo_ext import GRPOExtConfig
+from trl_grpo_ext.tiny_model import tiny_model_path
 
 # Fields of TRL's ScriptArguments and ModelConfig that a newcomer sets first.
 HIGHLIGHTED = ("model_name_or_path", "dataset_name", "dataset_config", "dataset_train_split", "use_peft")
@@ -58,3 +61,25 @@ def script_parser(doc: str, script: str, dataclass_types: tuple, tiny_defaults: 
     lines += ["", *textwrap.wrap(text, 118)]
     usage = f"python examples/{script} [--config FILE] [--FLAG VALUE ...]"
     return TrlParser(dataclass_types, usage=usage, description="\n".join(lines), formatter_class=HelpFormatter)
+
+
+def parse_script_args(doc: str, script: str, dataclass_types: tuple, tiny_defaults: dict) -> tuple:
+    """Parse the command line (and `--config` file) into instances of `dataclass_types`, the last one a `ModelConfig`.
+
+    Without `--model_name_or_path` the script trains the embedded tiny model on a CPU, so `tiny_defaults` replace
+    TRL's defaults (which are sized for a Hub model on a GPU); any flag or YAML key still overrides them.
+    """
+    args = script_parser(doc, script, dataclass_types, tiny_defaults).parse_args_and_config()
+    if args[-1].model_name_or_path is None:
+        parser = TrlParser(dataclass_types)
+        parser.set_defaults(**tiny_defaults)
+        args = parser.parse_args_and_config()
+    return args
+
+
+def tiny_model() -> str:
+    """The embedded tiny model's folder, built on first use."""
+    # One process builds and saves the tiny model, the others then load it: under an initialised process group
+    # `save_pretrained` writes the weights from the main process only.
+    with PartialState().main_process_first():
+        return tiny_model_path()
