@@ -99,6 +99,10 @@ def main(script_args: MathScriptArguments, training_args: GRPOExtConfig, model_a
     end_training(trainer)
 
 
+def parse_args() -> tuple[MathScriptArguments, GRPOExtConfig, ModelConfig]:
+    return parse_script_args(__doc__, "grpo_math.py", (MathScriptArguments, GRPOExtConfig, ModelConfig), TINY_DEFAULTS)
+
+
 if __name__ == "__main__":
-    main(*parse_script_args(__doc__, "grpo_math.py", (MathScriptArguments, GRPOExtConfig, ModelConfig), TINY_DEFAULTS))
+    main(*parse_args())
     sys.exit(0)
