@@ -1,0 +1,21 @@
+"""Modules that run outside the package: in the judge process and inside the candidate's sandbox.
+
+Rule: standard library only, and no relative imports. These files are loaded as scripts, never through
+`trl_grpo_ext`: the judge runs `python -I judge.py`, and the sandbox runs `python -I -S harness.py` or
+`python -I -S zygote.py` from a read-only copy of three of them (`harness.py`, `protocol.py`, `zygote.py`, bound
+under `/opt/trl_grpo_ext_sandbox`, see `sandbox/isolation.py`). Each script puts this folder first on `sys.path`,
+so the modules import each other by their bare names (`from protocol import encode`): a module here may import
+the standard library and its neighbours in this folder, nothing else. Inside the sandbox only the three bound
+files exist, so `harness.py`, `protocol.py` and `zygote.py` import nothing but each other.
+
+- `protocol.py`: the JSON-lines wire format, shared with the verifier's side (which imports it as
+  `trl_grpo_ext.verifiers.code.standalone.protocol`).
+- `harness.py`, `zygote.py`: the sandbox side (untrusted): run the candidate, answer the judge's requests.
+- `judge.py` and `formats_*.py`: the judge side (trusted): run the hidden tests against proxies of the candidate.
+
+This `__init__` is read only by the package (for `STANDALONE_DIR`); the scripts never import it.
+"""
+
+from pathlib import Path
+
+STANDALONE_DIR = Path(__file__).resolve().parent
