@@ -4,7 +4,8 @@ Installed as `trl_grpo_ext.verifiers` (never as a top-level `verifiers`). Import
 """
 
 from .code.verifier import CodeVerifier
-from .core.contract import VerificationResult, Verifier, get_verifier, list_verifiers, register_verifier
+from .core.contract import VerificationResult, Verifier
+from .core.registry import get_verifier, list_verifiers, register_verifier
 from .core.reward import as_reward_function
 from .math.verifier import MathVerifier
 

@@ -22,7 +22,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from ..core.contract import VerificationResult, Verifier, build_verifier, internal_error
+from ..core.contract import VerificationResult, Verifier, internal_error
+from .local import build_verifier
 
 logger = logging.getLogger("trl_grpo_ext.verifiers.ray")
 

@@ -28,8 +28,9 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ..core.contract import INTERNAL_ERROR, VerificationResult, Verifier, bad_completion, register_verifier
+from ..core.contract import INTERNAL_ERROR, VerificationResult, Verifier, bad_completion
 from ..core.deadline_pool import default_worker_count
+from ..core.registry import register_verifier
 from ..sandbox.pool import Limits, SandboxError, SandboxPool, detect_isolation
 from .formats import parse_reference
 from .runner import JudgeError, JudgeProcess, Outcome, run_function_tests, run_stdio_case

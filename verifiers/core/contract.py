@@ -1,4 +1,4 @@
-"""The verifier contract and its registry.
+"""The verifier contract: what `verify` returns, and the base classes a registered verifier becomes.
 
 A verifier scores one completion against one reference and never raises. A wrong or malformed completion scores 0
 (reason `bad_completion: ...` when it is not text); an unusable reference gives None (`unusable_reference: ...`);
@@ -15,14 +15,10 @@ import numbers
 import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
 from typing import Any
-
-from trl_grpo_ext.registry import Registry, first_doc_line
 
 logger = logging.getLogger("trl_grpo_ext.verifiers")
 
-ENTRY_POINT_GROUP = "trl_grpo_ext.verifiers"
 INTERNAL_ERROR = "internal_error"  # reason prefix of a verifier's own failure
 
 
@@ -139,7 +135,7 @@ def check_options(obj: Callable[..., Any], name: str, options: dict[str, Any], l
         signature = inspect.signature(obj)
     except (TypeError, ValueError):
         return
-    accepted = _accepted_options(signature, leading)
+    accepted = accepted_options(signature, leading)
     if not any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()):
         unknown = [key for key in options if key not in accepted]
         if unknown:
@@ -156,98 +152,8 @@ def check_options(obj: Callable[..., Any], name: str, options: dict[str, Any], l
         ) from None
 
 
-def _accepted_options(signature: inspect.Signature, leading: int = 0) -> list[str]:
+def accepted_options(signature: inspect.Signature, leading: int = 0) -> list[str]:
     """Parameters that can be passed by keyword, after the first `leading` positional ones."""
     params = list(signature.parameters.values())
     positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][:leading]
     return [p.name for p in params if p not in positional and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-
-
-_VERIFIERS = Registry("verifier")
-_entry_points_loaded = False
-
-
-def register_verifier(name: str, *, override: bool = False) -> Callable[[Any], Any]:
-    """Register a `Verifier` subclass or a plain scoring function under `name`.
-
-    ```python
-    @register_verifier("exact")
-    def exact(completion, reference):
-        "Exact string match after stripping whitespace."
-        return float(completion.strip() == str(reference).strip())
-    ```
-    """
-    return _VERIFIERS.register(name, override=override)
-
-
-def _load_entry_points() -> None:
-    """Import third-party verifiers declared under the `trl_grpo_ext.verifiers` entry-point group."""
-    global _entry_points_loaded
-    if _entry_points_loaded:
-        return
-    _entry_points_loaded = True
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name in _VERIFIERS:
-            continue
-        try:
-            _VERIFIERS.register(ep.name)(ep.load())
-        except Exception as exc:
-            logger.warning("could not load verifier entry point %r (%s): %s", ep.name, ep.value, exc)
-
-
-BACKENDS = ("local", "ray")
-
-
-def get_verifier(
-    name: str, backend: str = "local", ray_address: str | None = None, ray_actors: int | None = None, **options: Any
-) -> Verifier:
-    """Build the verifier registered as `name`, with its options as keyword arguments.
-
-    An option the verifier does not accept fails here with a ValueError that names the accepted ones.
-
-    `backend="local"` (the default) verifies in this process and its worker processes. `backend="ray"` splits each
-    batch across Ray actors, each running this same verifier with the same options (its own worker pools and
-    isolation, on its own node): `ray_address` is the cluster to join (None: the one this process already uses,
-    else `RAY_ADDRESS`, else a new local one), `ray_actors` the number of actors (None: one per node with CPUs).
-    See `ray_backend.RayVerifier`.
-    """
-    if backend not in BACKENDS:
-        raise ValueError(f"backend={backend!r} is not valid. Valid choices: {', '.join(BACKENDS)}.")
-    if backend == "local" and (ray_address is not None or ray_actors is not None):
-        raise ValueError("ray_address and ray_actors apply to backend='ray' only; pass backend='ray' to use them.")
-    _load_entry_points()
-    obj = _VERIFIERS.get(name)
-    if backend == "ray":
-        from ..backends.ray import RayVerifier
-
-        if not isinstance(obj, type):
-            check_options(obj, name, options, leading=2)
-        else:
-            check_options(obj, name, options)
-        return RayVerifier(name, obj, options, address=ray_address, actors=ray_actors)
-    return build_verifier(name, obj, options)
-
-
-def build_verifier(name: str, obj: Any, options: dict[str, Any]) -> Verifier:
-    """The verifier `obj` (a registered class or function) registered as `name`, built in this process."""
-    if not isinstance(obj, type):
-        return FunctionVerifier(obj, name, **options)
-    check_options(obj, name, options)
-    try:
-        verifier = obj(**options)
-    except TypeError as exc:  # e.g. an option of the wrong type, checked inside __init__
-        try:
-            accepted = ", ".join(_accepted_options(inspect.signature(obj))) or "none"
-        except (TypeError, ValueError):
-            accepted = "see its docstring"
-        raise ValueError(
-            f"verifier {name!r} rejected the options {options}: {exc}; accepted options: {accepted}."
-        ) from exc
-    verifier.name = verifier.name or name
-    return verifier
-
-
-def list_verifiers() -> dict[str, str]:
-    """Registered verifier names with a one-line description each."""
-    _load_entry_points()
-    return {name: first_doc_line(obj) for name, obj in ((n, _VERIFIERS.get(n)) for n in _VERIFIERS.names())}

@@ -20,7 +20,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .contract import VerificationResult, get_verifier, internal_error, is_missing
+from .contract import VerificationResult, internal_error, is_missing
+from .registry import get_verifier
 
 logger = logging.getLogger("trl_grpo_ext.verifiers.reward")
 

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.contract import VerificationResult, Verifier, bad_completion, internal_error, is_missing, register_verifier
+from ..core.contract import VerificationResult, Verifier, bad_completion, internal_error, is_missing
 from ..core.deadline_pool import DeadlinePool, TaskOutcome
+from ..core.registry import register_verifier
 from .extract import extract_answer, extract_reference, reference_letter
 from .normalize import Normalized, as_word, normalize_answer, plain_number
 from .numbers import Tolerance, plain_numbers_equal
