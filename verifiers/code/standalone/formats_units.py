@@ -29,7 +29,7 @@ class UnsupportedTest(Exception):
 
 
 class ReferenceFault(Exception):
-    """The test code itself cannot run (code_judge.reference_fault says when): the reference is unusable."""
+    """The test code itself cannot run (judge_formats.reference_fault says when): the reference is unusable."""
 
 
 class Skipped(BaseException):
