@@ -17,12 +17,12 @@ import select
 import socket
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 
+from ..core.zygote_client import ZygoteClient
 from ..sandbox.pool import SandboxError, SandboxPool
-from .standalone import STANDALONE_DIR
+from .standalone import SCRIPT_FLAGS, STANDALONE_DIR
 from .standalone.protocol import LineReader, ProtocolError, write_message
 
 # The judge and the sandbox tear down in a few milliseconds once the candidate is killed.
@@ -50,22 +50,18 @@ class Outcome:
     failures: list = field(default_factory=list)
 
 
-class JudgeProcess:
-    """The zygote of code_judge.py; started lazily, restarted if it dies. It runs the venv's interpreter, so test code
-    may import what the trainer can import; it never runs candidate code."""
+class JudgeProcess(ZygoteClient):
+    """The zygote of code/standalone/judge.py; started lazily, restarted if it dies. It runs the venv's interpreter, so
+    test code may import what the trainer can import; it never runs candidate code."""
 
-    def __init__(self):
-        self.lock = threading.Lock()
-        self.proc = None
-        self.control = None
+    what = "judge process"
+    error = JudgeError
 
-    def _start(self) -> None:
-        if self.control is not None:
-            self.control.close()  # of a zygote that died
+    def launch(self) -> tuple[subprocess.Popen, socket.socket]:
         parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-I", str(STANDALONE_DIR / "judge.py"), str(child_end.fileno())],
+            proc = subprocess.Popen(
+                [sys.executable, *SCRIPT_FLAGS, str(STANDALONE_DIR / "judge.py"), str(child_end.fileno())],
                 pass_fds=(child_end.fileno(),), stdin=subprocess.DEVNULL, env={**os.environ, **JUDGE_THREADS},
             )  # fmt: skip
         except OSError as exc:
@@ -73,37 +69,16 @@ class JudgeProcess:
             raise JudgeError(f"cannot start the judge process: {exc}") from exc
         finally:
             child_end.close()
-        self.control = parent_end
+        return proc, parent_end
 
     def submit(self, request_w: int, reply_r: int) -> socket.socket:
         """Hand the candidate's pipes to a new judge child; returns the job socket to talk to it."""
         ours, theirs = socket.socketpair()
         try:
-            with self.lock:
-                for attempt in range(2):
-                    if self.proc is None or self.proc.poll() is not None:
-                        self._start()
-                    try:
-                        socket.send_fds(self.control, [b"J"], [theirs.fileno(), request_w, reply_r])
-                        break
-                    except OSError as exc:
-                        if attempt:
-                            raise JudgeError(f"cannot reach the judge process: {exc}") from exc
-                        self.proc = None
+            self.send(b"J", [theirs.fileno(), request_w, reply_r])
         finally:
             theirs.close()
         return ours
-
-    def close(self) -> None:
-        with self.lock:
-            if self.proc is not None:
-                self.control.close()
-                try:
-                    self.proc.wait(timeout=2)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait()
-                self.proc = None
 
 
 def _read_verdict(job: socket.socket, deadline: float) -> dict | None:

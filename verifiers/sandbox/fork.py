@@ -25,10 +25,11 @@ import os
 import select
 import socket
 import subprocess
-import threading
 import time
 
+from ..code.standalone import SCRIPT_FLAGS
 from ..code.standalone.protocol import LineReader, ProtocolError
+from ..core.zygote_client import ZygoteClient
 from .isolation import INSIDE_DIR, Isolation, bwrap_command, candidate_site_packages
 from .process import START_TIMEOUT_S, Limits, SandboxError, SandboxProcess
 from .uids import UIDS
@@ -45,41 +46,27 @@ def forks_candidates(isolation: Isolation) -> bool:
     return isolation.level == "bwrap" and isolation.dedicated_uid
 
 
-class ForkServer:
-    """One bubblewrap sandbox running sandbox_zygote.py; started on first use, restarted if it ended."""
+class ForkServer(ZygoteClient):
+    """One bubblewrap sandbox running code/standalone/zygote.py; started on first use, restarted if it ended."""
+
+    what = "sandbox fork server"
+    error = SandboxError
 
     def __init__(self, isolation: Isolation, limits: Limits):
+        super().__init__()
         self.isolation = isolation
         self.limits = limits
-        self.lock = threading.Lock()
-        self.proc = None
-        self.control = None
 
     def spawn(self) -> ForkedSandbox:
         return ForkedSandbox(self, UIDS.acquire())
 
-    def send(self, message: bytes, fds: list[int]) -> None:
-        """Hand one child's message and descriptors to the server (started or restarted as needed)."""
-        with self.lock:
-            for attempt in range(2):
-                if self.proc is None or self.proc.poll() is not None:
-                    self._start()
-                try:
-                    socket.send_fds(self.control, [message], fds)
-                    return
-                except OSError as exc:
-                    if attempt:
-                        raise SandboxError(f"cannot reach the sandbox fork server: {exc}") from exc
-                    self._stop()
-
-    def _start(self) -> None:
-        self._stop()
+    def launch(self) -> tuple[subprocess.Popen, socket.socket]:
         python = self.isolation.python
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         cmd = bwrap_command(python, self.limits.tmp_mb, self.isolation.site_packages, die_with_parent=False)
         for cap in SERVER_CAPS:
             cmd += ["--cap-add", cap]
-        cmd += [python, "-I", "-S", f"{INSIDE_DIR}/zygote.py", str(theirs.fileno())]
+        cmd += [python, *SCRIPT_FLAGS, "-S", f"{INSIDE_DIR}/zygote.py", str(theirs.fileno())]
         try:
             proc = subprocess.Popen(
                 cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -98,23 +85,7 @@ class ForkServer:
             why = "did not start in time" if not ready else f"ended before starting (exit status {proc.returncode})"
             raise SandboxError(f"the sandbox fork server {why}" + (f": {said[-300:]}" if said else ""))
         proc.stderr.close()  # for start-up failures only; the server silences its stderr once started
-        self.proc, self.control = proc, ours
-
-    def _stop(self) -> None:
-        if self.control is not None:
-            self.control.close()  # the server exits at end of file; its PID namespace goes with it
-            self.control = None
-        if self.proc is not None:
-            try:
-                self.proc.wait(timeout=2)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-            self.proc = None
-
-    def close(self) -> None:
-        with self.lock:
-            self._stop()
+        return proc, ours
 
 
 class ForkedSandbox(SandboxProcess):

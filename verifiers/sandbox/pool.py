@@ -23,7 +23,7 @@ import tempfile
 import threading
 import time
 
-from ..code.standalone import STANDALONE_DIR
+from ..code.standalone import SCRIPT_FLAGS, STANDALONE_DIR
 from .fork import ForkServer, forks_candidates
 from .isolation import (
     INSIDE_DIR,
@@ -105,7 +105,7 @@ class Sandbox(SandboxProcess):
             return (
                 [
                     *bwrap_command(python, self.limits.tmp_mb, self.isolation.site_packages),
-                    *[python, "-I", "-S", f"{INSIDE_DIR}/harness.py"],
+                    *[python, *SCRIPT_FLAGS, "-S", f"{INSIDE_DIR}/harness.py"],
                 ],
                 {},
                 "/tmp",
@@ -114,7 +114,8 @@ class Sandbox(SandboxProcess):
         if self.uid is not None:
             os.chown(self.workdir, self.uid, self.uid)
         os.chmod(self.workdir, 0o700)
-        return [python, "-I", "-S", str(STANDALONE_DIR / "harness.py")], sandbox_env(self.workdir), self.workdir
+        command = [python, *SCRIPT_FLAGS, "-S", str(STANDALONE_DIR / "harness.py")]
+        return command, sandbox_env(self.workdir), self.workdir
 
     def wait(self, deadline: float) -> int | None:
         try:

@@ -1,8 +1,8 @@
 """Modules that run outside the package: in the judge process and inside the candidate's sandbox.
 
 Rule: standard library only, and no relative imports. These files are loaded as scripts, never through
-`trl_grpo_ext`: the judge runs `python -I judge.py`, and the sandbox runs `python -I -S harness.py` or
-`python -I -S zygote.py` from a read-only copy of three of them (`harness.py`, `protocol.py`, `zygote.py`, bound
+`trl_grpo_ext`: the judge runs `python -I -B judge.py`, and the sandbox runs `python -I -B -S harness.py` or
+`python -I -B -S zygote.py` from a read-only copy of three of them (`harness.py`, `protocol.py`, `zygote.py`, bound
 under `/opt/trl_grpo_ext_sandbox`, see `sandbox/isolation.py`). Each script puts this folder first on `sys.path`,
 so the modules import each other by their bare names (`from protocol import encode`): a module here may import
 the standard library and its neighbours in this folder, nothing else. Inside the sandbox only the three bound
@@ -19,3 +19,7 @@ This `__init__` is read only by the package (for `STANDALONE_DIR`); the scripts 
 from pathlib import Path
 
 STANDALONE_DIR = Path(__file__).resolve().parent
+# How every script here is started (the sandbox adds -S): -I isolates it from the environment and the user's
+# site-packages, which also makes it ignore PYTHONDONTWRITEBYTECODE; -B keeps it from writing bytecode into this
+# folder, which is the installed package's own.
+SCRIPT_FLAGS = ("-I", "-B")
