@@ -21,6 +21,7 @@ judge that dies or any other failure of the verifier is retried once, then gives
 
 from __future__ import annotations
 
+import ast
 import logging
 import re
 import threading
@@ -47,6 +48,21 @@ def extract_code(completion: str) -> str:
     if python_blocks or blocks:
         return (python_blocks or [body for _, body in blocks])[-1]
     return completion
+
+
+def is_prose(completion: str) -> bool:
+    """Text that holds no code: no fenced block, and not a Python program either (the parser rejects it).
+
+    Asked only of a completion that already scored 0, so that it names the reason and never changes a score: a
+    candidate interpreter newer than the trainer's may run what this parser rejects.
+    """
+    if _FENCE.search(completion):
+        return False
+    try:
+        compile(completion, "<completion>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):  # ValueError: a null byte
+        return True
+    return False
 
 
 @register_verifier("code")
@@ -129,7 +145,7 @@ class CodeVerifier(Verifier):
         for attempt in range(2):  # a failure of the sandbox or the judge is retried once
             try:
                 self._ensure_started()
-                return self._result(self._run(kind, tests, code), code)
+                return self._result(self._run(kind, tests, code), code, completion)
             except Exception as exc:  # a verifier never raises into the trainer, nor scores its own failure 0
                 failure = exc
                 logger.warning("code verifier: %s: %s%s", type(exc).__name__, exc, "; retrying" if not attempt else "")
@@ -152,7 +168,7 @@ class CodeVerifier(Verifier):
                 break  # one failure decides a binary reward
         return Outcome(passed, total, first_error, failures=failures[:5])
 
-    def _result(self, outcome: Outcome, code: str) -> VerificationResult:
+    def _result(self, outcome: Outcome, code: str, completion: str) -> VerificationResult:
         details = self._details(outcome)
         if outcome.unusable:
             logger.warning("code verifier: unusable reference: %s", outcome.unusable)
@@ -162,6 +178,8 @@ class CodeVerifier(Verifier):
         if all_passed:
             return VerificationResult(1.0, "correct", code, details)
         score = min(outcome.passed / total, 1.0) if self.partial_credit and total else 0.0
+        if score == 0.0 and is_prose(completion):  # its SyntaxError (or a stdio run's exit status) says less
+            return VerificationResult(0.0, "no_code", code, details)
         return VerificationResult(score, outcome.error or "wrong", code, details)
 
     def _details(self, outcome: Outcome) -> dict:

@@ -185,6 +185,32 @@ def test_empty_completion_and_no_asserts(verifier):
     assert verifier.verify("def f(): return 1", "x = f()").score is None  # nothing to check
 
 
+PROSE = "To add two numbers, return their sum. I am confident this is right."
+
+
+@pytest.mark.parametrize(
+    "tests",
+    [
+        "assert add(1, 2) == 3",
+        {"test": "def check(candidate):\n    assert candidate(1, 2) == 3", "entry_point": "add"},
+        [{"input": "1 2\n", "output": "3\n"}],
+        "from solution import add\ndef test_add():\n    assert add(1, 2) == 3",
+        {"fn_name": "add", "inputs": [[1, 2]], "outputs": [3]},
+    ],
+    ids=["asserts", "humaneval", "stdio", "pytest", "calls"],
+)
+def test_prose_without_code_is_no_code_in_every_format(verifier, tests):
+    assert score(verifier, PROSE, tests) == (0.0, "no_code")
+
+
+def test_a_syntax_error_inside_a_fenced_block_stays_the_candidate_s_error(verifier):
+    broken = "```python\ndef add(a, b) return a + b\n```"
+    result_score, reason = score(verifier, broken, "assert add(1, 2) == 3")
+    assert result_score == 0.0 and reason.startswith("candidate_error: SyntaxError"), reason
+    # unfenced code that parses is code, whatever its verdict
+    assert score(verifier, "def add(a, b):\n    return a - b", "assert add(1, 2) == 3") == (0.0, "wrong")
+
+
 def test_test_passing_a_lambda_is_reported_unusable(verifier):
     result = verifier.verify("def apply(f, x): return f(x)", "assert apply(lambda v: v + 1, 1) == 2")
     assert result.score is None and "function" in result.reason, result.reason
