@@ -12,7 +12,7 @@
     `public_test_cases`)
 
 Whether test code is assert statements or a test module is decided by the judge, which parses it anyway
-(code_formats_modules.is_test_module). Call-based cases travel to the judge in the protocol's exact encoding, so
+(code/standalone/formats_modules.is_test_module). Call-based cases travel to the judge in the protocol's exact encoding, so
 tuples, sets and integer dict keys of a reference given as Python data arrive as they are.
 """
 

@@ -9,10 +9,10 @@ verifier.verify(completion, "from solution import add\\ndef test_add(): assert a
 verifier.verify(completion, {"fn_name": "add", "inputs": [[1, 2]], "outputs": [3]})     # call-based (APPS)
 ```
 
-Each format is detected from the reference (code_formats.py).
+Each format is detected from the reference (code/formats.py).
 
-The verdict is formed outside the sandbox (see code_judge.py and code_harness.py for why it cannot be forged) and the
-result's `details` say which isolation was in force (see sandbox_isolation.py for what each level protects against).
+The verdict is formed outside the sandbox (see code/standalone/judge.py and code/standalone/harness.py for why it cannot be forged) and the
+result's `details` say which isolation was in force (see sandbox/isolation.py for what each level protects against).
 
 Never raises into the trainer, and never turns its own failure into a 0: a completion that is not text scores 0
 (`bad_completion: ...`); an unusable reference gives None (`unusable_reference: ...`); a sandbox that cannot start, a
@@ -70,7 +70,7 @@ class CodeVerifier(Verifier):
     """Runs the completion's Python against unit tests in a sandbox; 1.0 when every test passes.
 
     `float_tolerance` (stdin/stdout cases only; default None, exact lines) accepts real-number tokens within
-    absolute-or-relative error `float_tolerance`, e.g. 1e-6 (see `code_runner.outputs_match`). `solution_module`
+    absolute-or-relative error `float_tolerance`, e.g. 1e-6 (see `code/runner.py`, `outputs_match`). `solution_module`
     (default "solution") is the module pytest- and unittest-style tests import the solution from.
     """
 

@@ -1,14 +1,14 @@
 """Candidates forked from a warm interpreter inside one long-lived bubblewrap sandbox (the verifier's side).
 
 Starting bubblewrap and a Python interpreter per candidate costs more than many candidates take to run. Under
-bubblewrap as root, a pool therefore starts one sandbox running a fork server (sandbox_zygote.py, which never runs
+bubblewrap as root, a pool therefore starts one sandbox running a fork server (code/standalone/zygote.py, which never runs
 candidate code) and asks it for one child per candidate. Each child gets, before any candidate code runs:
 
 - a process of its own, forked from the server's clean interpreter, so nothing a previous candidate did in memory
   (patched modules, threads, allocations) exists in it;
 - fresh namespaces: mount (a new, empty, size-limited tmpfs on /tmp), PID (its own /proc; when its first process
   ends, the kernel kills every process left in it), IPC (System V objects) and network (loopback only);
-- a uid of its own, unique across the machine (sandbox_uids.py), after its rlimits are set: RLIMIT_NPROC counts this
+- a uid of its own, unique across the machine (sandbox/uids.py), after its rlimits are set: RLIMIT_NPROC counts this
   candidate's processes only, and it can neither signal nor trace another candidate.
 
 The host passes each child its pipes over the server's control socket, and keeps a status pipe (the child's exit

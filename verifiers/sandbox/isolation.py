@@ -3,14 +3,14 @@
 - "bwrap": bubblewrap namespaces (PID, network, IPC, UTS, mount): a read-only view of /usr and the Python install
   only (no /home, /root, /work, /etc), a private size-limited /tmp, no network device but loopback, an empty
   environment; when the PID namespace's first process ends, the kernel kills every process left in it. As root,
-  each candidate gets these namespaces and its /tmp afresh inside one long-lived sandbox (sandbox_fork.py).
+  each candidate gets these namespaces and its /tmp afresh inside one long-lived sandbox (sandbox/fork.py).
 - "rlimits": a plain process group with resource limits and an empty environment. It does NOT hide the file system,
   block the network or catch processes that leave the process group. It is used only when asked for by name, and
   then a warning lists what the candidate can do.
 
 `isolation="auto"` (the default) means bubblewrap or nothing: without it, the verifier refuses to start and says how
 to install it, or how to accept the weak level knowingly. A fork bomb must stop at a process limit at either level:
-as root, the harness drops to a uid of its own (sandbox_uids.py) after setting RLIMIT_NPROC; as another user,
+as root, the harness drops to a uid of its own (sandbox/uids.py) after setting RLIMIT_NPROC; as another user,
 bubblewrap's own user namespace gives each sandbox its own RLIMIT_NPROC count (Linux 5.14 and later), which the probe
 checks. Where neither holds, bubblewrap is refused too.
 

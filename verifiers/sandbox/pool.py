@@ -1,13 +1,13 @@
 """Warm sandboxes for untrusted candidate code, and the pool that keeps them started ahead.
 
-What isolation a sandbox gets is decided in sandbox_isolation.py ("bwrap" namespaces, or "rlimits" only when asked
-for by name); which uid it runs as, when the verifier runs as root, in sandbox_uids.py (one per candidate, unique
+What isolation a sandbox gets is decided in sandbox/isolation.py ("bwrap" namespaces, or "rlimits" only when asked
+for by name); which uid it runs as, when the verifier runs as root, in sandbox/uids.py (one per candidate, unique
 across the machine). Inside, the harness sets rlimits before the candidate runs: CPU seconds, address space, file
 size, open files, no core dumps, and RLIMIT_NPROC where it holds for the sandbox alone.
 
 Under bubblewrap as root, the pool forks each candidate from a warm interpreter in one long-lived sandbox, with fresh
-namespaces, tmp and uid of its own (sandbox_fork.py); otherwise each candidate gets a sandbox process of its own
-(`Sandbox`, below). What the pool hands out behaves the same either way (sandbox_process.py).
+namespaces, tmp and uid of its own (sandbox/fork.py); otherwise each candidate gets a sandbox process of its own
+(`Sandbox`, below). What the pool hands out behaves the same either way (sandbox/process.py).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """What every sandboxed candidate process has, however it was started: its limits, its pipes, its start report.
 
-Two kinds exist: a process started per candidate (`sandbox.Sandbox`: bubblewrap or the rlimits level), and a child
-forked per candidate by a fork server inside one long-lived bubblewrap sandbox (`sandbox_fork.ForkedSandbox`). Both
-run code_harness.py, which talks over the same pipes; this module holds what the verifier does with those pipes.
+Two kinds exist: a process started per candidate (`sandbox/pool.py`, `Sandbox`: bubblewrap or the rlimits level), and a child
+forked per candidate by a fork server inside one long-lived bubblewrap sandbox (`sandbox/fork.py`). Both
+run code/standalone/harness.py, which talks over the same pipes; this module holds what the verifier does with those pipes.
 
 A sandbox proves it started: the harness's first message, before it waits for a candidate, is `{"started": true}`;
 one that never sends it is a failure of the verifier (`SandboxError`), never a verdict on the candidate.

@@ -1,4 +1,4 @@
-"""Nothing a candidate does is visible to the next one in the same worker (sandbox_fork.py, sandbox_zygote.py).
+"""Nothing a candidate does is visible to the next one in the same worker (sandbox/fork.py, code/standalone/zygote.py).
 
 Under bubblewrap as root, candidates are forked from one warm interpreter in a long-lived sandbox. These tests make
 one candidate leave every trace it can (files in /tmp and its working folder, a full tmpfs, patched standard modules,

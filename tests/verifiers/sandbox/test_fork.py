@@ -1,4 +1,4 @@
-"""The fork server (sandbox_fork.py, sandbox_zygote.py): what a forked candidate holds, and a server that dies.
+"""The fork server (sandbox/fork.py, code/standalone/zygote.py): what a forked candidate holds, and a server that dies.
 
 Runs only where candidates are forked: bubblewrap, as root.
 """

@@ -1,4 +1,4 @@
-"""Isolation levels fail closed (sandbox_isolation.py): bubblewrap or a refusal that says what to do, the weak level
+"""Isolation levels fail closed (sandbox/isolation.py): bubblewrap or a refusal that says what to do, the weak level
 only by name and with a warning that lists what the candidate can do, and a process limit wherever bubblewrap runs."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Sandbox uids are unique across every process on the machine (sandbox_uids.py).
+"""Sandbox uids are unique across every process on the machine (sandbox/uids.py).
 
 The main test runs two verifying processes at once, as two ranks of one launch (or two trainings) would: one verifies
 slow correct programs, the other fast wrong ones that also hold processes and linger, so that their sandboxes are
@@ -6,7 +6,7 @@ killed by uid. Each slow program counts the processes its limit lets it start an
 its own sandbox's; a uid shared with the other process would lower the count, and the other process's kill-by-uid
 would end it before its verdict.
 
-Run as a script, this file is one of the two processes: `python test_sandbox_uids.py slow|fast STOP_FILE ISOLATION`.
+Run as a script, this file is one of the two processes: `python test_uids.py slow|fast STOP_FILE ISOLATION`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Judge side of call-based tests (APPS, TACO, LiveCodeBench "functional" rows): call the candidate's function with
 each case's arguments and compare its return value with the expected one, the way the dataset's own grader does.
 
-Each case is one unit (code_formats_units.py). Two comparisons, chosen by code_formats.py from the row's encoding:
+Each case is one unit (formats_units.py). Two comparisons, chosen by code/formats.py from the row's encoding:
 
 - `apps` (rows whose inputs are argument lists, as APPS and TACO store them), after hendrycks/apps `testing_util.py`:
   a tuple result counts as a list; it passes if it equals the expected value, or the expected value's first element

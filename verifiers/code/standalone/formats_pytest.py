@@ -1,4 +1,4 @@
-"""A stand-in for `pytest`, for test code that the judge runs (see code_formats_units.py for why not pytest itself).
+"""A stand-in for `pytest`, for test code that the judge runs (see formats_units.py for why not pytest itself).
 
 `import pytest` in a reference binds `make_stand_in(...)`: `fixture`, `mark.parametrize` / `skip` / `skipif` / `xfail`
 (any other mark is recorded and ignored, as pytest ignores unknown marks), `param`, `raises`, `approx`, `skip`,

@@ -5,7 +5,7 @@ call-based case. It passes when it runs to its end without an exception. How a c
 test code (`candidate_raised`) is decided here once, for every format: with its builtin type, so that test code
 expecting it behaves as in plain execution, while a sandbox that died raises `CandidateGone`, which no test can catch.
 
-Standard library only, imported by the judge script (code_judge.py): no package-relative imports.
+Standard library only, imported by the judge script (judge.py): no package-relative imports.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Judge side of unittest TestCases: run through the judge's own unittest machinery, reported per test method.
 
 The loader, `setUp`/`tearDown`, `setUpClass`, `subTest`, `skip` and `expectedFailure` are unittest's; only the result
-object is ours, and it turns unittest's events into units of the tally (code_formats_units.py). Nothing here comes
+object is ours, and it turns unittest's events into units of the tally (formats_units.py). Nothing here comes
 from the candidate's process: its `unittest`, patched or not, is never used.
 
 Standard library only, imported by the judge script: no package-relative imports.

@@ -1,7 +1,7 @@
 """Runs untrusted candidate code inside the sandbox and answers requests with plain data.
 
-Started before the candidate is known (a warm sandbox): as `python -I -S code_harness.py REQUEST_FD REPLY_FD LIMITS`,
-or, under bubblewrap as root, by `serve` in a child that the sandbox's fork server (sandbox_zygote.py) forks per
+Started before the candidate is known (a warm sandbox): as `python -I -S harness.py REQUEST_FD REPLY_FD LIMITS`,
+or, under bubblewrap as root, by `serve` in a child that the sandbox's fork server (zygote.py) forks per
 candidate. It says `{"started": true}` on REPLY_FD, waits for one init message on REQUEST_FD, then applies its resource
 limits, drops to an unprivileged uid, puts the allowed site-packages (if any) on `sys.path`, says `{"setup": "ok"}` (or
 why not) and only then runs the candidate:

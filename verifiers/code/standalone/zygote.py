@@ -1,6 +1,6 @@
 """The fork server inside a long-lived bubblewrap sandbox: one warm interpreter, one fresh child per candidate.
 
-Started by sandbox_fork.py as `python -I -S sandbox_zygote.py CONTROL_FD`, as root inside bubblewrap with only the
+Started by sandbox/fork.py as `python -I -S zygote.py CONTROL_FD`, as root inside bubblewrap with only the
 capabilities it needs (setuid/setgid for the uid drop, sys_admin and net_admin for the namespaces). Standard library
 only. It never runs candidate code. For each message on the control socket (the harness limits, with the child's
 request, reply, stdout, status and kill descriptors) it forks, into a new PID namespace:
@@ -8,7 +8,7 @@ request, reply, stdout, status and kill descriptors) it forks, into a new PID na
     init        PID 1 of the new namespace: unshares mount, IPC and network namespaces, mounts a fresh tmpfs on /tmp
                 and its own /proc, brings loopback up, forks the candidate, reaps orphans, reports the candidate's
                 {"exit": status} and ends, which makes the kernel kill whatever is left in the namespace.
-    candidate   the harness (code_harness.serve): sets rlimits, drops to the candidate's own uid, runs the code.
+    candidate   the harness (harness.serve): sets rlimits, drops to the candidate's own uid, runs the code.
 
 The server itself supervises every init at once: it kills one when the verifier writes to or closes its kill pipe,
 and once the kernel has emptied its namespace (init reaped), reports {"reaped": true} on its status pipe. A failure
