@@ -75,3 +75,10 @@ def test_no_module_imports_one_that_imports_it_back():
         TopologicalSorter(graph).prepare()
     except CycleError as exc:
         pytest.fail(f"import cycle: {' -> '.join(exc.args[1])}")
+
+
+def test_the_package_takes_only_the_wire_format_from_the_standalone_scripts():
+    """code/standalone/ runs outside the package; the package reads its folder's path and shares its protocol only."""
+    graph = import_graph()
+    taken = {t for name, targets in graph.items() if not name.startswith(STANDALONE) for t in targets}
+    assert {t for t in taken if t.startswith(STANDALONE)} == {STANDALONE, f"{STANDALONE}.protocol"}

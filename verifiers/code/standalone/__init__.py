@@ -8,12 +8,15 @@ so the modules import each other by their bare names (`from protocol import enco
 the standard library and its neighbours in this folder, nothing else. Inside the sandbox only the three bound
 files exist, so `harness.py`, `protocol.py` and `zygote.py` import nothing but each other.
 
-- `protocol.py`: the JSON-lines wire format, shared with the verifier's side (which imports it as
-  `trl_grpo_ext.verifiers.code.standalone.protocol`).
+- `protocol.py`: the JSON-lines wire format, shared with the verifier's side.
 - `harness.py`, `zygote.py`: the sandbox side (untrusted): run the candidate, answer the judge's requests.
-- `judge.py` and `formats_*.py`: the judge side (trusted): run the hidden tests against proxies of the candidate.
+- `judge.py` (the judge process: fork server, limits), `judge_formats.py` (format dispatch), `judge_namespace.py`
+  (what the test sees of the candidate), `judge_proxy.py` (calls to the candidate) and `formats_*.py` (each test
+  format): the judge side (trusted): run the hidden tests against proxies of the candidate.
 
-This `__init__` is read only by the package (for `STANDALONE_DIR`); the scripts never import it.
+The package imports from here only this `__init__` (`STANDALONE_DIR`, `SCRIPT_FLAGS`) and `protocol.py` (as
+`trl_grpo_ext.verifiers.code.standalone.protocol`); the scripts never import this `__init__`.
+`tests/verifiers/code/test_standalone.py` checks the rule.
 """
 
 from pathlib import Path
