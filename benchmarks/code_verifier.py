@@ -6,7 +6,7 @@
 The naive harness is what many RL code pipelines do: `subprocess.run([python, "-c", code + tests])` and reward 1 when
 the exit code is 0 (no isolation, forgeable), on a thread pool of the same size. The verifier runs with its worker
 pool at its strongest isolation level here (under bubblewrap as root: candidates forked from a warm interpreter, see
-verifiers/sandbox_fork.py) and at the "rlimits" fallback (a process per candidate). Rounds are interleaved (naive,
+verifiers/sandbox/fork.py) and at the "rlimits" fallback (a process per candidate). Rounds are interleaved (naive,
 verifier, fallback, naive, ...) so that load from other processes hits all of them; the median round is printed, with
 the load average before and after: the ratios hold under load, absolute times need an idle machine. So does the CPU
 time per execution, counted over the whole machine (/proc/stat, every process and kernel thread included): it is

@@ -2,7 +2,7 @@
 
 Written for issue 10 ("Math rewards that cannot be farmed"): most probes are wrong answers a policy could learn to
 give (a dropped absolute value, a rounded number, a tiny extra term, a bracket of the wrong kind) next to the true
-identities that must still be accepted. `tests/verifiers/test_math_probes.py` checks the `math` verifier against every
+identities that must still be accepted. `tests/verifiers/math/test_probes.py` checks the `math` verifier against every
 verdict; `benchmarks/math_verifier.py --probes` prints its verdicts next to math-verify's.
 
 Predictions and references are bare answers in LaTeX; the callers box the prediction and use the reference as is.

@@ -52,7 +52,7 @@ def load_cases(folder: Path) -> dict[str, list[dict]]:
 
 def warm_up_overlap(cases: list[dict]) -> list[str]:
     """Warm-up inputs that also occur in the benchmark data: any would make the cold figure a warm one for them."""
-    from trl_grpo_ext.verifiers.math_warmup import WARM_UP_LEAVES, WARM_UP_PAIRS
+    from trl_grpo_ext.verifiers.math.warmup import WARM_UP_LEAVES, WARM_UP_PAIRS
 
     def squeeze(text: str) -> str:
         return "".join(text.split()).strip("$")
@@ -82,7 +82,7 @@ def run_math(cases: list[dict], n_workers: int | None, passes: int) -> tuple[lis
 def run_accuracy_reward(cases: list[dict], passes: int) -> tuple[list[bool], list[float]]:
     from trl.rewards import accuracy_reward
 
-    from trl_grpo_ext.verifiers.math_warmup import WARM_UP_LEAVES, WARM_UP_PAIRS
+    from trl_grpo_ext.verifiers.math.warmup import WARM_UP_LEAVES, WARM_UP_PAIRS
 
     # The same warm-up inputs as our workers get: imports and parser caches are ready before timing.
     for pred, gold in [*WARM_UP_PAIRS, *((leaf, leaf) for leaf in WARM_UP_LEAVES)]:

@@ -42,7 +42,7 @@ from transformers import PrinterCallback  # noqa: E402
 from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer  # noqa: E402
 from trl_grpo_ext.tiny_model import tiny_model_path  # noqa: E402
 from trl_grpo_ext.verifiers import Verifier, as_reward_function, register_verifier  # noqa: E402
-from trl_grpo_ext.verifiers.math_verifier import MathVerifier  # noqa: E402
+from trl_grpo_ext.verifiers.math.verifier import MathVerifier  # noqa: E402
 
 VERIFY_TIMES: list[float] = []  # seconds per verify_batch, in call order
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from trl_grpo_ext.verifiers.math_warmup import WARM_UP_LEAVES, WARM_UP_PAIRS
+from trl_grpo_ext.verifiers.math.warmup import WARM_UP_LEAVES, WARM_UP_PAIRS
 
 
 def load_benchmark():

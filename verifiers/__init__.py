@@ -3,10 +3,11 @@
 Installed as `trl_grpo_ext.verifiers` (never as a top-level `verifiers`). Imports neither torch nor trl.
 """
 
-from .base import VerificationResult, Verifier, get_verifier, list_verifiers, register_verifier
-from .code_verifier import CodeVerifier
-from .math_verifier import MathVerifier
-from .reward import as_reward_function
+from .code.verifier import CodeVerifier
+from .core.contract import VerificationResult, Verifier
+from .core.registry import get_verifier, list_verifiers, register_verifier
+from .core.reward import as_reward_function
+from .math.verifier import MathVerifier
 
 __all__ = [
     "CodeVerifier",

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from trl_grpo_ext.verifiers import get_verifier
-from trl_grpo_ext.verifiers.sandbox_uids import UIDS
+from trl_grpo_ext.verifiers.sandbox.uids import UIDS
 
 
 def make_code_verifier(timeout_s: float, **options):

@@ -55,9 +55,11 @@ def test_wheel_contains_trl_grpo_ext_verifiers_and_no_top_level_verifiers(tmp_pa
     (wheel,) = out.glob("trl_grpo_ext-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     shipped = {n for n in names if n.startswith("trl_grpo_ext/verifiers/") and n.endswith(".py")}
-    expected = {f"trl_grpo_ext/verifiers/{p.name}" for p in (REPO_ROOT / "verifiers").glob("*.py")}
+    folder = REPO_ROOT / "verifiers"
+    expected = {f"trl_grpo_ext/verifiers/{p.relative_to(folder).as_posix()}" for p in folder.rglob("*.py")}
     assert expected and expected <= shipped
-    assert "trl_grpo_ext/verifiers/math_verifier.py" in shipped
+    assert "trl_grpo_ext/verifiers/math/verifier.py" in shipped
+    assert "trl_grpo_ext/verifiers/code/standalone/judge.py" in shipped
     assert not [n for n in names if n.startswith("verifiers/")]
     top_level = [n for n in names if n.endswith("top_level.txt")]
     if top_level:

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from trl_grpo_ext.verifiers import as_reward_function, get_verifier, list_verifiers
-from trl_grpo_ext.verifiers.base import _VERIFIERS
+from trl_grpo_ext.verifiers.core.registry import _VERIFIERS
 
 # Fast settings per built-in verifier, and how many examples each property draws: code items run in a sandbox.
 BUILT_IN = {

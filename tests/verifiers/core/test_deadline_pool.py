@@ -1,0 +1,304 @@
+"""The deadline pool: hard per-item CPU-time deadlines from any thread or event loop, the same verdicts under load,
+crashes told apart from timeouts, killed workers replaced, none leaked."""
+
+import asyncio
+import operator
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from pool_helpers import burn_cpu
+
+from trl_grpo_ext.verifiers.core.deadline_pool import DeadlinePool
+
+MARGIN_S = 3.0  # scheduling slack on a shared 2-core machine
+KILL_SLACK_S = 0.5  # CPU time an item may use past its budget before the pool notices (it looks every 20 ms at most)
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with DeadlinePool(n_workers=2) as p:
+        yield p
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_results_come_back_in_input_order(pool):
+    outcomes = pool.map(operator.add, [(i, 10 * i) for i in range(20)], timeout_s=10)
+    assert [o.status for o in outcomes] == ["ok"] * 20
+    assert [o.value for o in outcomes] == [11 * i for i in range(20)]
+
+
+def test_runs_in_other_processes(pool):
+    assert pool.run(os.getpid, (), timeout_s=10).value != os.getpid()
+
+
+def test_timeout_kills_and_replaces_the_worker(pool):
+    before = set(pool.worker_pids())
+    outcomes = pool.map(burn_cpu, [(60,), (0.01,)], timeout_s=1.0)
+    assert [o.status for o in outcomes] == ["timeout", "ok"]
+    assert 1.0 <= outcomes[0].cpu_s < 1.0 + KILL_SLACK_S
+    assert "CPU time" in outcomes[0].error
+    after = set(pool.worker_pids())
+    assert len(after) == 2 and before != after
+    killed = before - after
+    assert len(killed) == 1 and not any(_alive(pid) for pid in killed)  # killed once, not retried
+    assert pool.run(operator.mul, (6, 7), timeout_s=30).value == 42  # the replacement works
+
+
+def test_exceptions_are_reported_not_raised(pool):
+    outcome = pool.run(operator.truediv, (1, 0), timeout_s=10)
+    assert outcome.status == "error"
+    assert "ZeroDivisionError" in outcome.error
+
+
+def test_unpicklable_result_is_an_error(pool):
+    outcome = pool.run(threading.Lock, (), timeout_s=10)
+    assert outcome.status == "error"
+    assert "could not send the result back" in outcome.error
+
+
+def test_sleeping_uses_no_cpu_budget(pool):
+    outcome = pool.run(time.sleep, (1.5,), timeout_s=0.5)
+    assert outcome.status == "ok" and outcome.elapsed_s >= 1.5 and outcome.cpu_s < 0.5
+
+
+def test_a_worker_stuck_without_cpu_is_stalled_at_the_wall_clock_backstop(pool):
+    outcome = pool.run(time.sleep, (60,), timeout_s=0.5, wall_limit_s=1.0)
+    assert outcome.status == "stalled" and "backstop" in outcome.error
+    assert outcome.elapsed_s < 1.0 + MARGIN_S
+    assert pool.run(operator.add, (1, 1), timeout_s=30).value == 2
+
+
+def test_the_default_backstop_is_ten_times_the_budget(pool, monkeypatch):
+    import trl_grpo_ext.verifiers.core.deadline_pool as deadline_pool
+
+    assert deadline_pool.WALL_LIMIT_FACTOR == 10.0
+    monkeypatch.setattr(deadline_pool, "WALL_LIMIT_FACTOR", 4.0)  # the factor is read at each call
+    outcome = pool.run(time.sleep, (60,), timeout_s=0.25)
+    assert outcome.status == "stalled" and outcome.elapsed_s < 1.0 + MARGIN_S
+
+
+def test_a_worker_that_exits_is_retried_once_then_crashed(pool, tmp_path):
+    from pool_helpers import exit_after_recording
+
+    outcome = pool.run(exit_after_recording, (str(tmp_path), 3), timeout_s=10)
+    assert outcome.status == "crashed"
+    assert outcome.error == "the worker process died (exit code 3), and again on a fresh worker (exit code 3)"
+    assert len(os.listdir(tmp_path)) == 2  # two different worker processes tried it
+    assert pool.run(operator.add, (1, 1), timeout_s=30).value == 2
+
+
+def test_a_segfault_is_a_crash_with_its_signal(pool):
+    from pool_helpers import segfault
+
+    outcome = pool.run(segfault, (), timeout_s=10)
+    assert outcome.status == "crashed" and "signal 11 (SIGSEGV)" in outcome.error
+
+
+def test_a_crash_on_the_first_worker_only_is_retried_to_a_result(pool, tmp_path):
+    from pool_helpers import exit_on_first_attempt
+
+    outcomes = pool.map(exit_on_first_attempt, [(str(tmp_path),)], timeout_s=10)
+    assert [(o.status, o.value) for o in outcomes] == [("ok", "second attempt")]
+
+
+def test_a_worker_killed_from_outside_is_a_crash_not_a_timeout(pool, tmp_path):
+    from pool_helpers import wait_to_be_killed_on_first_attempt
+
+    result = {}
+    thread = threading.Thread(
+        target=lambda: result.update(o=pool.run(wait_to_be_killed_on_first_attempt, (str(tmp_path),), timeout_s=10))
+    )
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "pid").exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.kill(int((tmp_path / "pid").read_text()), 9)
+    thread.join(60)
+    assert (result["o"].status, result["o"].value) == ("ok", "second attempt")  # retried on a fresh worker
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="pins the workers and the hogs to one core")
+def test_near_deadline_verdicts_do_not_depend_on_load():
+    """Items just under and just over a 1 s CPU budget get the same verdicts alone and on a core shared with busy
+    processes; under load the one under the budget runs longer than the budget in wall-clock time, so a wall-clock
+    deadline would have killed it."""
+    budget, items = 1.0, [(0.8,), (1.3,)]
+    core = {min(os.sched_getaffinity(0))}
+    with DeadlinePool(n_workers=2) as p:
+        p.wait_until_ready()
+        alone = p.map(burn_cpu, items, timeout_s=budget, wall_limit_s=60)
+        p.wait_until_ready()  # the worker killed at its deadline has been replaced
+        hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+        try:
+            for pid in p.worker_pids() + [hog.pid for hog in hogs]:
+                os.sched_setaffinity(pid, core)
+            loaded = p.map(burn_cpu, items, timeout_s=budget, wall_limit_s=60)
+        finally:
+            for hog in hogs:
+                hog.kill()
+                hog.wait()
+    assert [o.status for o in alone] == [o.status for o in loaded] == ["ok", "timeout"]
+    assert loaded[0].elapsed_s > budget
+    assert all(budget <= o.cpu_s < budget + KILL_SLACK_S for o in (alone[1], loaded[1]))
+
+
+def test_concurrent_callers_from_threads(pool):
+    results = {}
+
+    def call(k):
+        results[k] = [o.value for o in pool.map(operator.mul, [(k, i) for i in range(10)], timeout_s=30)]
+
+    threads = [threading.Thread(target=call, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert results == {k: [k * i for i in range(10)] for k in range(4)}
+
+
+def test_deadline_holds_in_a_thread_while_another_thread_works(pool):
+    timings = {}
+
+    def slow():
+        start = time.monotonic()
+        timings["outcome"] = pool.run(burn_cpu, (60,), timeout_s=1.0)
+        timings["elapsed"] = time.monotonic() - start
+
+    thread = threading.Thread(target=slow)
+    thread.start()
+    assert [o.value for o in pool.map(abs, [(-1,), (-2,)], timeout_s=30)] == [1, 2]
+    thread.join(60)
+    assert timings["outcome"].status == "timeout"
+    assert timings["outcome"].cpu_s < 1.0 + KILL_SLACK_S
+
+
+def test_amap_under_asyncio(pool):
+    async def main():
+        ticks = 0
+
+        async def ticker():
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.02)
+                ticks += 1
+
+        task = asyncio.create_task(ticker())
+        outcomes = await pool.amap(burn_cpu, [(0.3,), (60,)], timeout_s=1.0)
+        task.cancel()
+        return outcomes, ticks
+
+    outcomes, ticks = asyncio.run(main())
+    assert [o.status for o in outcomes] == ["ok", "timeout"]
+    assert ticks > 10
+
+
+def test_memory_limit_turns_a_runaway_allocation_into_an_error():
+    with DeadlinePool(n_workers=1, memory_limit_mb=1024) as small:
+        outcome = small.run(bytearray, (4 * 1024**3,), timeout_s=30)
+        assert outcome.status == "error" and "MemoryError" in outcome.error
+        assert small.run(operator.add, (2, 2), timeout_s=30).value == 4
+
+
+def test_close_leaves_no_child_and_refuses_new_work():
+    p = DeadlinePool(n_workers=2)
+    p.map(burn_cpu, [(60,), (0.01,)], timeout_s=0.5)
+    pids = p.worker_pids()
+    p.close()
+    p.close()
+    assert pids and not any(_alive(pid) for pid in pids)
+    with pytest.raises(RuntimeError, match="closed"):
+        p.run(operator.add, (1, 2))
+
+
+def test_close_kills_a_worker_busy_in_another_thread():
+    p = DeadlinePool(n_workers=1)
+    p.run(abs, (1,), timeout_s=30)
+    pid = p.worker_pids()[0]
+    result = {}
+    thread = threading.Thread(target=lambda: result.update(o=p.run(time.sleep, (60,), timeout_s=60)))
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not p._idle.empty() and time.monotonic() < deadline:  # until the thread holds the only worker
+        time.sleep(0.01)
+    time.sleep(0.2)
+    p.close()
+    thread.join(30)
+    assert not thread.is_alive()
+    assert result["o"].status == "crashed" and "closed" in result["o"].error
+    assert not _alive(pid)
+
+
+@pytest.mark.parametrize("n_workers", [0, -1, 1.5, "2"])
+def test_bad_worker_count(n_workers):
+    with pytest.raises(ValueError, match="n_workers"):
+        DeadlinePool(n_workers=n_workers)
+
+
+@pytest.mark.parametrize("timeout_s", [0, -1])
+def test_bad_timeout(pool, timeout_s):
+    with pytest.raises(ValueError, match="timeout_s"):
+        pool.map(abs, [(1,)], timeout_s=timeout_s)
+
+
+def test_a_backstop_shorter_than_the_budget_is_refused(pool):
+    with pytest.raises(ValueError, match="wall_limit_s"):
+        pool.map(abs, [(1,)], timeout_s=2.0, wall_limit_s=1.0)
+
+
+def test_wait_until_ready_returns_once_every_worker_has_run_its_initializer(tmp_path, monkeypatch):
+    from pool_helpers import record_start
+
+    monkeypatch.setenv("POOL_TEST_DIR", str(tmp_path))
+    with DeadlinePool(n_workers=2, initializer=record_start) as p:
+        p.wait_until_ready()
+        assert sorted(os.listdir(tmp_path)) == sorted(str(pid) for pid in p.worker_pids())
+        assert [outcome.value for outcome in p.map(operator.neg, [(1,), (2,)])] == [-1, -2]
+
+
+def test_wait_until_ready_reports_a_worker_that_cannot_start():
+    from pool_helpers import fail_to_start
+
+    with DeadlinePool(n_workers=1, initializer=fail_to_start) as p:
+        with pytest.raises(RuntimeError, match="did not start"):
+            p.wait_until_ready()
+
+
+@pytest.mark.parametrize(
+    "local_world_size, share", [(None, 1), ("1", 1), ("2", 2), ("not a number", 1), ("1000", None)]
+)
+def test_default_worker_count_shares_the_cores_among_local_training_processes(monkeypatch, local_world_size, share):
+    from trl_grpo_ext.verifiers.core.deadline_pool import default_worker_count
+
+    cores = len(os.sched_getaffinity(0))
+    if local_world_size is None:
+        monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    else:
+        monkeypatch.setenv("LOCAL_WORLD_SIZE", local_world_size)
+    assert default_worker_count() == (max(1, cores // share) if share else 1)
+
+
+def test_a_replacement_still_starting_does_not_delay_the_deadlines_of_running_items():
+    """After a kill the pool starts a replacement; while it starts, the other worker's item keeps its deadline.
+
+    Sleeping items are killed at the wall-clock backstop, which (unlike CPU time) does not depend on the load."""
+    from pool_helpers import slow_start
+
+    wall_limit_s = 2.0
+    items = [(100.0,), (0.5,), (100.0,), (0.0,)]  # A is killed; B finishes, then C runs on that worker and is killed
+    with DeadlinePool(n_workers=2, initializer=slow_start) as p:
+        p.wait_until_ready()
+        outcomes = p.map(time.sleep, items, timeout_s=0.5, wall_limit_s=wall_limit_s)
+    a, b, c, d = outcomes
+    assert (a.status, b.status, c.status, d.status) == ("stalled", "ok", "stalled", "ok")
+    assert c.elapsed_s < wall_limit_s + 1.0  # not the limit + the 3 s start of A's replacement

@@ -1,0 +1,169 @@
+"""Sandbox uids are unique across every process on the machine (sandbox/uids.py).
+
+The main test runs two verifying processes at once, as two ranks of one launch (or two trainings) would: one verifies
+slow correct programs, the other fast wrong ones that also hold processes and linger, so that their sandboxes are
+killed by uid. Each slow program counts the processes its limit lets it start and scores 1.0 only if that count is
+its own sandbox's; a uid shared with the other process would lower the count, and the other process's kill-by-uid
+would end it before its verdict.
+
+Run as a script, this file is one of the two processes: `python test_uids.py slow|fast STOP_FILE ISOLATION`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from trl_grpo_ext.verifiers.sandbox.uids import UidPool
+
+MAX_PROCESSES = 16
+SLOW_ITEMS = 8
+# The harness itself is one process of the sandbox uid: a candidate may start MAX_PROCESSES - 1 more.
+SLOW_PROGRAM = f"""
+import os, time
+def forks():
+    started = 0
+    for _ in range({2 * MAX_PROCESSES}):
+        try:
+            pid = os.fork()
+        except OSError:
+            break
+        if pid == 0:
+            time.sleep(60)
+            os._exit(0)
+        started += 1
+    time.sleep(0.6)  # while the other process's sandboxes come and go
+    return started
+"""
+SLOW_TEST = f"assert forks() == {MAX_PROCESSES - 1}"
+# Wrong, fast, and it leaves work for kill-by-uid: children that sleep on, and a harness that lingers at exit.
+FAST_PROGRAM = f"""
+import atexit, os, time
+for _ in range({MAX_PROCESSES // 2}):
+    try:
+        if os.fork() == 0:
+            time.sleep(60)
+            os._exit(0)
+    except OSError:
+        break
+atexit.register(time.sleep, 60)
+def forks():
+    return -1
+"""
+
+
+def worker(role: str, stop_file: str, isolation: str) -> None:
+    from trl_grpo_ext.verifiers import get_verifier
+    from trl_grpo_ext.verifiers.sandbox.uids import UIDS
+
+    verifier = get_verifier("code", timeout_s=8, max_processes=MAX_PROCESSES, workers=2, isolation=isolation)
+    scores = []
+    if role == "slow":
+        results = verifier.verify_batch([SLOW_PROGRAM] * SLOW_ITEMS, [SLOW_TEST] * SLOW_ITEMS)
+        scores = [(r.score, r.reason) for r in results]
+        Path(stop_file).touch()
+    else:
+        deadline = time.monotonic() + 120
+        while not os.path.exists(stop_file) and time.monotonic() < deadline:
+            scores += [(r.score, r.reason) for r in verifier.verify_batch([FAST_PROGRAM] * 2, [SLOW_TEST] * 2)]
+    held = sorted(UIDS.held())
+    verifier.close()
+    print(json.dumps({"role": role, "scores": scores, "uids": held, "isolation": verifier.isolation.level}))
+
+
+def needs_root():
+    if os.geteuid() != 0:
+        pytest.skip("dedicated sandbox uids are used only when the verifier runs as root")
+
+
+@pytest.mark.parametrize("isolation", ["auto", "rlimits"])
+def test_two_processes_keep_their_own_uids_and_process_limits(tmp_path, isolation):
+    needs_root()
+    stop = tmp_path / "slow_done"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    start = time.monotonic()
+    procs = {
+        role: subprocess.Popen(
+            [sys.executable, __file__, role, str(stop), isolation],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        for role in ("fast", "slow")
+    }
+    reports = {}
+    for role, proc in procs.items():
+        out, err = proc.communicate(timeout=300)
+        if "RuntimeError: code verifier" in err.decode():
+            pytest.skip(err.decode().strip().splitlines()[-1])
+        assert proc.returncode == 0, err.decode()[-2000:]
+        reports[role] = json.loads(out.decode().strip().splitlines()[-1])
+    elapsed = time.monotonic() - start
+    slow, fast = reports["slow"], reports["fast"]
+    assert slow["scores"] == [[1.0, "correct"]] * SLOW_ITEMS, slow
+    assert len(fast["scores"]) >= 2 and all(score == 0.0 for score, _ in fast["scores"]), fast
+    assert slow["uids"] and fast["uids"] and not set(slow["uids"]) & set(fast["uids"])
+    print(f"slow: {SLOW_ITEMS} items, fast: {len(fast['scores'])} items, {elapsed:.1f} s, {slow['isolation']}")
+
+
+def test_a_uid_held_elsewhere_is_skipped_and_freed_when_its_holder_dies(tmp_path):
+    first = 62_900  # outside the real range: nothing here touches the uids of real sandboxes
+    ours = UidPool(first, 3, lock_dirs=(str(tmp_path),))
+    theirs = UidPool(first, 3, lock_dirs=(str(tmp_path),))  # its own lock files: as another process would
+    a, b = ours.acquire(), theirs.acquire()
+    assert a == first and b == first + 1
+    ours.release(a)
+    assert ours.acquire() == a  # kept by this process and reused
+    with pytest.raises(RuntimeError, match="not held by this process"):
+        ours.kill(b)
+    assert theirs.acquire() == first + 2
+    with pytest.raises(RuntimeError, match="all 3 sandbox uids .* are held"):
+        ours.acquire()
+
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import fcntl, sys, time\n"
+         f"f = open({str(tmp_path / f'{first + 5}.lock')!r}, 'w'); fcntl.flock(f, fcntl.LOCK_EX)\n"
+         "print('locked', flush=True); time.sleep(60)"],
+        stdout=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == b"locked"
+        later = UidPool(first + 5, 1, lock_dirs=(str(tmp_path),))
+        with pytest.raises(RuntimeError, match="held by processes"):
+            later.acquire()
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+        assert later.acquire() == first + 5  # the kernel dropped the dead holder's lock
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_lock_directory_must_be_ours_and_closed_to_others(tmp_path):
+    open_dir = tmp_path / "open"
+    open_dir.mkdir()
+    open_dir.chmod(0o777)
+    pool = UidPool(62_950, 1, lock_dirs=(str(open_dir),))
+    with pytest.raises(RuntimeError, match="no directory for the sandbox uid locks"):
+        pool.acquire()
+
+
+def test_import_reads_no_password_database():
+    probe = (
+        "import pwd\ncalls = []\nreal = pwd.getpwuid\n"
+        "pwd.getpwuid = lambda uid: calls.append(uid) or real(uid)\n"
+        "import trl_grpo_ext.verifiers\nprint(len(calls))"
+    )
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert run.stdout.strip() == "0"
+
+
+if __name__ == "__main__":
+    worker(*sys.argv[1:4])

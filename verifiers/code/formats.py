@@ -1,0 +1,160 @@
+"""How a dataset's test column becomes a job for the `code` verifier: each test format, detected from the reference.
+
+    "assert f(1) == 2" / ["assert ...", ...] / MBPP row            functions: assert statements (judge decides)
+    test code with `def test_*` or `class T(unittest.TestCase)`       functions: test module (judge decides)
+    {"test": "def check(candidate): ...", "entry_point": "f"}        functions: HumanEval
+    {"fn_name": "f", "inputs": [[args], ...], "outputs": [...]}      calls: APPS / TACO
+    the same with each input a string of JSON lines                   calls: LiveCodeBench "functional"
+    [{"input": "[1]\n2", "output": "3", "testtype": "functional",      calls: LiveCodeBench test cases, the function's
+      "metadata": {"func_name": "f"}}, ...]                                  name in each case's metadata
+    [{"input": ..., "output": ...}] / {"inputs": [...], "outputs": [...]}  stdio
+    any of these dicts or lists as the JSON string datasets store (APPS `input_output`, LiveCodeBench
+    `public_test_cases`)
+
+Whether test code is assert statements or a test module is decided by the judge, which parses it anyway
+(code/standalone/formats_modules.is_test_module). Call-based cases travel to the judge in the protocol's exact encoding, so
+tuples, sets and integer dict keys of a reference given as Python data arrive as they are.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .standalone.protocol import ProtocolError, encode
+
+FUNCTION_NAME_KEYS = ("fn_name", "func_name")
+
+
+def parse_reference(reference: Any) -> tuple[str, Any]:
+    """("functions", job) or ("stdio", [(input, output), ...]); ValueError when the reference is unusable.
+
+    A job is {"test", "entry_point"} for test code (the verifier adds the solution's module name), or
+    {"format": "calls", "fn_name", "cases", "compare"} for call-based cases.
+    """
+    if isinstance(reference, str):
+        stored = _json_value(reference)
+        if stored is not None:
+            return parse_reference(stored)
+        return "functions", {"test": reference, "entry_point": None}
+    if isinstance(reference, list) and reference and all(isinstance(t, str) for t in reference):
+        return "functions", {"test": "\n".join(reference), "entry_point": None}
+    if isinstance(reference, list) and reference and all(isinstance(t, dict) for t in reference):
+        if any(t.get("testtype") == "functional" for t in reference):
+            return "functions", _livecodebench_cases(reference)
+        return "stdio", [_case(t.get("input"), t.get("output")) for t in reference]
+    if isinstance(reference, dict):
+        name = next((reference[k] for k in FUNCTION_NAME_KEYS if reference.get(k)), None)
+        if "inputs" in reference and "outputs" in reference:
+            inputs, outputs = reference["inputs"], reference["outputs"]
+            if isinstance(inputs, list) and isinstance(outputs, list) and len(inputs) == len(outputs) and inputs:
+                if name is not None:
+                    return "functions", _call_cases(name, inputs, outputs)
+                return "stdio", [_case(i, o) for i, o in zip(inputs, outputs)]
+        if isinstance(reference.get("test"), str):
+            entry = reference.get("entry_point")
+            entry = entry if isinstance(entry, str) else None
+            return "functions", {"test": reference["test"], "entry_point": entry}
+        if isinstance(reference.get("test_list"), list):
+            parts = [
+                *(reference.get("test_imports") or []),
+                reference.get("test_setup_code") or "",
+                *reference["test_list"],
+            ]
+            if all(isinstance(p, str) for p in parts):
+                return "functions", {"test": "\n".join(parts), "entry_point": None}
+    raise ValueError(
+        f"unusable code reference of type {type(reference).__name__}: expected test code (str), a list of asserts, "
+        "{'test': ..., 'entry_point': ...}, call-based cases {'fn_name': ..., 'inputs': [[args], ...], 'outputs': "
+        "[...]}, or stdin/stdout cases [{'input': ..., 'output': ...}]"
+    )
+
+
+def _json_value(text: str):
+    """The dict or list a JSON-encoded test column holds; None for anything else (test code, mostly)."""
+    stripped = text.lstrip()
+    if not stripped.startswith(("{", "[")):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, (dict, list)) else None
+
+
+def _case(stdin: Any, stdout: Any) -> tuple[str, str]:
+    """One stdin/stdout case; a list of lines is joined with newlines, as APPS's grader joins them."""
+    stdin, stdout = (
+        "\n".join(v) if isinstance(v, list) and all(isinstance(x, str) for x in v) else v for v in (stdin, stdout)
+    )
+    if not _text(stdin) or not _text(stdout):
+        raise ValueError(f"a stdin/stdout case needs string 'input' and 'output', got {stdin!r:.60} / {stdout!r:.60}")
+    return stdin, stdout
+
+
+def _text(value: Any) -> bool:
+    """A str that can travel to the sandbox (UTF-8, so no lone surrogates)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _call_cases(name: Any, inputs: list, outputs: list) -> dict:
+    """APPS/TACO rows: each input is the list of arguments. Inputs written as text are LiveCodeBench's encoding."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"call-based cases need a function name that is an identifier, got fn_name={name!r:.60}")
+    if all(isinstance(i, str) for i in inputs) and all(isinstance(o, str) for o in outputs):
+        return _job(name, [(_json_lines(i), _json(o)) for i, o in zip(inputs, outputs)], "exact")
+    if not all(isinstance(i, (list, tuple)) for i in inputs):
+        raise ValueError(
+            "call-based cases need each input to be the list of the call's arguments, e.g. [[1, 2], [3, 4]]"
+        )
+    return _job(name, [(list(i), o) for i, o in zip(inputs, outputs)], "apps")
+
+
+def _livecodebench_cases(cases: list) -> dict:
+    """LiveCodeBench test cases: input = one JSON value per line (the arguments), output = one JSON value."""
+    if not all(c.get("testtype") == "functional" for c in cases):
+        raise ValueError("LiveCodeBench cases mix 'functional' and 'stdin' test types")
+    names = {_metadata(c).get("func_name") for c in cases}
+    if len(names) != 1 or not isinstance(name := names.pop(), str) or not name.isidentifier():
+        raise ValueError(
+            "LiveCodeBench 'functional' cases need the function's name: put it in each case's metadata "
+            "({'func_name': ...}) or pass {'fn_name': ..., 'inputs': [...], 'outputs': [...]}"
+        )
+    if not all(_text(c.get("input")) and _text(c.get("output")) for c in cases):
+        raise ValueError("LiveCodeBench 'functional' cases need string 'input' and 'output'")
+    return _job(name, [(_json_lines(c["input"]), _json(c["output"])) for c in cases], "exact")
+
+
+def _metadata(case: dict) -> dict:
+    metadata = case.get("metadata")
+    if isinstance(metadata, str):
+        metadata = _json_value(metadata)
+    return metadata if isinstance(metadata, dict) else {}
+
+
+def _json_lines(text: str) -> list:
+    return [_json(line) for line in text.split("\n")]
+
+
+def _json(text: str):
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"a call-based case is not JSON ({exc}): {text!r:.60}") from None
+
+
+def _job(name: str, cases: list, compare: str) -> dict:
+    def refuse(obj):
+        raise ValueError(f"call-based cases must be plain data, got a {type(obj).__name__}")
+
+    try:
+        encoded = [[encode(list(args), refuse), encode(expected, refuse)] for args, expected in cases]
+    except ProtocolError as exc:
+        raise ValueError(f"call-based cases: {exc}") from None
+    return {"format": "calls", "fn_name": name, "cases": encoded, "compare": compare}

@@ -1,0 +1,211 @@
+"""Runs one candidate against one kind of test, with the sandbox pool and the judge process.
+
+Function tests (assert-style and `check(candidate)`): the candidate's code goes into a warm sandbox, the test code into
+a child of the judge zygote, and the two talk over pipes; the verifier only waits for the judge's verdict, under the
+wall-clock deadline, and then kills the sandbox whatever happened. Stdin/stdout tests: one sandbox per case, whose
+stdout is compared here with the expected output.
+
+A candidate killed at its deadline is a `timeout`. A sandbox that cannot start or set itself up, or a judge that ends
+without a verdict before the deadline, is a failure of the verifier: `SandboxError` or `JudgeError`, never a verdict.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import select
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+from ..core.zygote_client import ZygoteClient
+from ..sandbox.pool import SandboxError, SandboxPool
+from .standalone import SCRIPT_FLAGS, STANDALONE_DIR
+from .standalone.protocol import LineReader, ProtocolError, write_message
+
+# The judge and the sandbox tear down in a few milliseconds once the candidate is killed.
+TEARDOWN_S = 2.0
+# The judge runs the dataset's test code: its own limits, per verification (values in docs/code_verifier.md).
+JUDGE_MEMORY_MB = 4096
+JUDGE_CPU_GRACE_S = 5
+# One thread per numerical library: a judge is one of many at once, and thread pools sized to a large node's cores
+# (OpenBLAS reserves memory per thread) would not fit its address space.
+JUDGE_THREADS = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
+
+
+class JudgeError(RuntimeError):
+    """The judge process could not be reached or ended without a verdict: the verifier failed, not the candidate."""
+
+
+@dataclass
+class Outcome:
+    """What a run established: assert statements (or cases) passed out of total, and why it stopped, if it did."""
+
+    passed: int = 0
+    total: int | None = None
+    error: str | None = None  # "timeout", "output_limit", "candidate_error: ...", "runtime_error: ...", ...
+    unusable: str | None = None  # the reference cannot be judged (score None)
+    failures: list = field(default_factory=list)
+
+
+class JudgeProcess(ZygoteClient):
+    """The zygote of code/standalone/judge.py; started lazily, restarted if it dies. It runs the venv's interpreter, so
+    test code may import what the trainer can import; it never runs candidate code."""
+
+    what = "judge process"
+    error = JudgeError
+
+    def launch(self) -> tuple[subprocess.Popen, socket.socket]:
+        parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            proc = subprocess.Popen(
+                [sys.executable, *SCRIPT_FLAGS, str(STANDALONE_DIR / "judge.py"), str(child_end.fileno())],
+                pass_fds=(child_end.fileno(),), stdin=subprocess.DEVNULL, env={**os.environ, **JUDGE_THREADS},
+            )  # fmt: skip
+        except OSError as exc:
+            parent_end.close()
+            raise JudgeError(f"cannot start the judge process: {exc}") from exc
+        finally:
+            child_end.close()
+        return proc, parent_end
+
+    def submit(self, request_w: int, reply_r: int) -> socket.socket:
+        """Hand the candidate's pipes to a new judge child; returns the job socket to talk to it."""
+        ours, theirs = socket.socketpair()
+        try:
+            self.send(b"J", [theirs.fileno(), request_w, reply_r])
+        finally:
+            theirs.close()
+        return ours
+
+
+def _read_verdict(job: socket.socket, deadline: float) -> dict | None:
+    """The judge's verdict; None if none came by `deadline`; JudgeError if the judge ended without one."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0 or not select.select([job], [], [], remaining)[0]:
+        return None
+    try:
+        verdict = LineReader(job.fileno(), 1 << 24).read_message()
+    except (ProtocolError, OSError) as exc:
+        raise JudgeError(f"unreadable verdict from the judge process: {exc}") from None
+    if verdict is None:
+        raise JudgeError("the judge process ended without a verdict (crashed, or killed by a limit)")
+    return verdict
+
+
+def run_function_tests(pool: SandboxPool, judge: JudgeProcess, code: str, job: dict) -> Outcome:
+    """`job`: {"test": test code, "entry_point": name or None}. The verdict comes from the judge only."""
+    limits = pool.limits
+    sandbox = pool.acquire()
+    job_socket = None
+    try:
+        sandbox.send({"mode": "functions", "code": code})
+        job_socket = judge.submit(sandbox.request_w, sandbox.reply_r)
+        sandbox.hand_over_pipes()  # the judge child holds them now
+        start = time.monotonic()
+        deadline_s = limits.wall_s + TEARDOWN_S
+        write_message(
+            job_socket.fileno(),
+            {**job, "deadline_s": deadline_s, "memory_mb": JUDGE_MEMORY_MB, "cpu_s": deadline_s + JUDGE_CPU_GRACE_S},
+        )
+        verdict = _read_verdict(job_socket, start + limits.wall_s)
+        timed_out = verdict is None
+        if timed_out:  # kill the candidate; the judge then fails the remaining asserts quickly
+            sandbox.finish()
+            try:
+                verdict = _read_verdict(job_socket, time.monotonic() + TEARDOWN_S) or {}
+            except JudgeError:
+                verdict = {}
+    finally:
+        if job_socket is not None:
+            job_socket.close()
+        sandbox.finish(grace_s=0.5)
+    if verdict.get("internal") and not timed_out:
+        raise SandboxError(str(verdict["internal"]))
+    if verdict.get("unusable"):
+        return Outcome(unusable=str(verdict["unusable"]))
+    error = "timeout" if timed_out else verdict.get("error")
+    passed = verdict.get("passed") if type(verdict.get("passed")) is int else 0
+    total = verdict.get("total") if type(verdict.get("total")) is int else None
+    return Outcome(passed, total, error, failures=list(verdict.get("failures") or []))
+
+
+def normalize_output(text: str) -> list[str]:
+    """Lines without trailing spaces, trailing blank lines dropped: what competitive-programming judges compare."""
+    lines = [line.rstrip() for line in text.replace("\r\n", "\n").split("\n")]
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def outputs_match(actual: str, expected: str, float_tolerance: float | None = None) -> bool:
+    """Whether a program's stdout answers a case: the lines of `normalize_output` are equal.
+
+    With `float_tolerance`, lines are compared token by token (whitespace-separated), and a token written as a
+    decimal number (with a point or an exponent) on either side equals the other token when both are finite numbers
+    with |got - want| <= float_tolerance * max(1, |want|): the absolute-or-relative error check of judges for
+    problems whose answers are real numbers. Integer tokens stay exact: `1000001` never equals `1000000`.
+    """
+    got, want = normalize_output(actual), normalize_output(expected)
+    if float_tolerance is None:
+        return got == want
+    return len(got) == len(want) and all(
+        _tokens_match(line.split(), wanted.split(), float_tolerance) for line, wanted in zip(got, want)
+    )
+
+
+def _tokens_match(got: list[str], want: list[str], tolerance: float) -> bool:
+    return len(got) == len(want) and all(a == b or _reals_close(a, b, tolerance) for a, b in zip(got, want))
+
+
+def _reals_close(got: str, want: str, tolerance: float) -> bool:
+    if not any(c in token for token in (got, want) for c in ".eE"):
+        return False  # two integers (or words) that differ
+    try:
+        x, y = float(got), float(want)
+    except ValueError:
+        return False
+    return math.isfinite(x) and math.isfinite(y) and abs(x - y) <= tolerance * max(1.0, abs(y))
+
+
+def run_stdio_case(
+    pool: SandboxPool, code: str, stdin: str, expected: str, float_tolerance: float | None = None
+) -> Outcome:
+    """One stdin/stdout case: passes when the program exits with status 0 in time and its output matches."""
+    sandbox = pool.acquire()
+    try:
+        sandbox.send({"mode": "script", "code": code, "stdin": stdin})
+        os.close(sandbox.request_w)
+        sandbox.request_w = -1
+        deadline = time.monotonic() + pool.limits.wall_s
+        _check_setup(sandbox, deadline)
+        output, stopped = sandbox.read_stdout(deadline)
+        status = sandbox.wait(deadline) if stopped is None else None
+    finally:
+        sandbox.finish()
+    if stopped is not None or status is None:
+        return Outcome(0, 1, stopped or "timeout")
+    if status != 0:
+        return Outcome(0, 1, f"runtime_error: exit status {status}")
+    actual = output.decode("utf-8", errors="replace")
+    if not outputs_match(actual, expected, float_tolerance):
+        return Outcome(0, 1, None, failures=[{"error": "wrong output", "output": actual[:200]}])
+    return Outcome(1, 1)
+
+
+def _check_setup(sandbox, deadline: float) -> None:
+    """The harness reports its set-up (limits, uid drop) before it runs the candidate, then closes the reply pipe."""
+    remaining = deadline - time.monotonic()
+    try:
+        ready = select.select([sandbox.reply_r], [], [], max(0.0, remaining))[0]
+        message = LineReader(sandbox.reply_r, 1 << 12).read_message() if ready else None
+    except (ProtocolError, OSError) as exc:
+        raise SandboxError(f"unreadable set-up report from the sandbox: {exc}") from None
+    if not isinstance(message, dict) or message.get("setup") != "ok":
+        why = (message or {}).get("error") or ("no report in time" if not ready else "it ended first")
+        raise SandboxError(f"the sandbox could not set up the candidate's limits: {why}")
+
+
+__all__ = ["JudgeError", "JudgeProcess", "Outcome", "run_function_tests", "run_stdio_case"]

@@ -1,0 +1,86 @@
+"""Judge side of test modules: the test code's imports of the solution's module and of pytest, rewritten.
+
+The solution's module is the candidate, reachable only through proxies; `pytest` is the stand-in of
+formats_pytest.py. The rewritten names are bound by judge_formats.py (`__judge_import__`, `__judge_module__`,
+`__judge_star__`, `__judge_unsupported__`, `__judge_pytest__`).
+
+Standard library only, imported by the judge script: no package-relative imports.
+"""
+
+from __future__ import annotations
+
+import ast
+
+
+class ImportRewriter(ast.NodeTransformer):
+    """`from solution import f as g` -> `g = __judge_import__('f')`; `import solution as s` -> `s =
+    __judge_module__()`; `from solution import *` -> `__judge_star__(globals())`; `import pytest` (and `from pytest
+    import raises`) bind the stand-in. Works at any depth (imports inside test functions too). A top-level
+    `unittest.main()` outside the `__main__` guard is dropped: the judge runs the tests itself."""
+
+    def __init__(self, module: str):
+        self.module = module
+
+    def visit_Module(self, node):
+        node.body = [statement for statement in node.body if not _runs_tests(statement)]
+        self.generic_visit(node)
+        return node
+
+    def visit_Import(self, node):
+        kept, assigns = [], []
+        for alias in node.names:
+            top = alias.name.partition(".")[0]
+            bound = alias.asname or top
+            if alias.name == self.module:
+                assigns.append(_assign(bound, _call("__judge_module__")))
+            elif alias.name == "pytest":
+                assigns.append(_assign(bound, ast.Name("__judge_pytest__", ast.Load())))
+            elif top == self.module:
+                assigns.append(_assign(bound, _call("__judge_unsupported__", ast.Constant(alias.name))))
+            else:
+                kept.append(alias)
+        return _replace(node, ast.Import(kept) if kept else None, assigns)
+
+    def visit_ImportFrom(self, node):
+        if node.level or node.module not in (self.module, "pytest"):
+            if node.level == 0 and (node.module or "").partition(".")[0] == self.module:
+                return ast.copy_location(ast.Expr(_call("__judge_unsupported__", ast.Constant(node.module))), node)
+            return node
+        if node.module == "pytest":
+            source = lambda name: ast.Attribute(ast.Name("__judge_pytest__", ast.Load()), name, ast.Load())  # noqa: E731
+        else:
+            source = lambda name: _call("__judge_import__", ast.Constant(name))  # noqa: E731
+        if any(alias.name == "*" for alias in node.names):
+            if node.module == "pytest":
+                return node
+            star = _call("__judge_star__", _call("globals"))
+            return ast.copy_location(ast.Expr(star), node)
+        assigns = [_assign(alias.asname or alias.name, source(alias.name)) for alias in node.names]
+        return _replace(node, None, assigns)
+
+
+def _runs_tests(statement: ast.stmt) -> bool:
+    """A top-level `unittest.main(...)` or `pytest.main(...)` left unguarded: here the judge runs the tests."""
+    call = statement.value if isinstance(statement, ast.Expr) else None
+    function = call.func if isinstance(call, ast.Call) else None
+    return (
+        isinstance(function, ast.Attribute)
+        and function.attr == "main"
+        and isinstance(function.value, ast.Name)
+        and function.value.id in ("unittest", "pytest")
+    )
+
+
+def _call(name: str, *args) -> ast.Call:
+    return ast.Call(ast.Name(name, ast.Load()), list(args), [])
+
+
+def _assign(name: str, value) -> ast.Assign:
+    return ast.Assign([ast.Name(name, ast.Store())], value)
+
+
+def _replace(node, kept, assigns):
+    nodes = ([kept] if kept is not None else []) + assigns
+    for new in nodes:
+        ast.copy_location(new, node)
+    return nodes or ast.copy_location(ast.Pass(), node)

@@ -1,0 +1,182 @@
+"""Runs untrusted candidate code inside the sandbox and answers requests with plain data.
+
+Started before the candidate is known (a warm sandbox): as `python -I -S harness.py REQUEST_FD REPLY_FD LIMITS`,
+or, under bubblewrap as root, by `serve` in a child that the sandbox's fork server (zygote.py) forks per
+candidate. It says `{"started": true}` on REPLY_FD, waits for one init message on REQUEST_FD, then applies its resource
+limits, drops to an unprivileged uid, puts the allowed site-packages (if any) on `sys.path`, says `{"setup": "ok"}` (or
+why not) and only then runs the candidate:
+
+    {"mode": "functions", "code": str}  exec the code, report its global names, then serve one request per line:
+        {"id": n, "op": "call" | "getattr" | "iter" | "get", "target": {"name": str} | {"h": n}, ...}
+    {"mode": "script", "code": str, "stdin": str}  run the code as __main__; its stdout is the answer
+
+Nothing this process sends is trusted: the candidate shares the interpreter and may rewrite any of it. That is why
+only the inputs of the tests ever come in here, and why whatever goes out is decoded as plain data by the judge,
+which alone holds the expected values and does the comparisons.
+"""
+
+import builtins
+import itertools
+import json
+import os
+import resource
+import sys
+import traceback
+import types
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from protocol import MAX_MESSAGE_BYTES, LineReader, decode, encode, write_message  # noqa: E402
+
+MAX_ITER_ITEMS = 1 << 20
+DATA_TYPES = (list, dict, set)
+
+
+def describe(exc: BaseException) -> str:
+    try:
+        return f"{type(exc).__name__}: {str(exc)[:300]}"
+    except BaseException:  # a candidate's exception may break __str__ on purpose
+        return type(exc).__name__
+
+
+def apply_limits(limits: dict) -> None:
+    """rlimits first (RLIMIT_NPROC counts per uid, so it must be set while still allowed), then the uid drop."""
+    for name, (soft, hard) in limits["rlimits"].items():
+        resource.setrlimit(getattr(resource, name), (soft, hard))
+    uid = limits.get("uid")
+    if uid is not None:
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    os.chdir(limits["workdir"])
+    sys.path.extend(limits.get("path") or ())  # site-packages, with `site_packages=True`; read-only where mounted
+
+
+class Handles:
+    """Objects that are not plain data stay here; the judge refers to them by number."""
+
+    def __init__(self):
+        self.objects = {}
+
+    def add(self, obj):
+        number = len(self.objects) + 1
+        self.objects[number] = obj
+        return {"h": number, "type": type(obj).__name__}
+
+    def get(self, number, _type_name=None):
+        return self.objects[number]
+
+
+def global_kinds(namespace: dict) -> dict:
+    """Name -> "module:<name>", "callable" or "value" for the candidate's public globals."""
+    kinds = {}
+    for name, value in namespace.items():
+        if name.startswith("__"):
+            continue
+        if type(value) is types.ModuleType:
+            kinds[name] = "module:" + str(getattr(value, "__name__", ""))
+        else:
+            kinds[name] = "callable" if callable(value) else "value"
+    return kinds
+
+
+def answer(request: dict, namespace: dict, handles: Handles) -> dict:
+    request_id = request.get("id")
+    try:
+        target = request["target"]
+        obj = namespace[target["name"]] if "name" in target else handles.get(target["h"])
+        op = request["op"]
+        if op == "call":
+            args = [decode(a, handles.get) for a in request["args"]]
+            kwargs = {k: decode(v, handles.get) for k, v in request["kwargs"].items()}
+            value = obj(*args, **kwargs)
+            after = [encode(a, handles.add) if type(a) in DATA_TYPES else None for a in args]
+            return {"id": request_id, "ok": True, "value": encode(value, handles.add), "args_after": after}
+        if op == "getattr":
+            value = getattr(obj, request["attr"])
+        elif op == "iter":
+            value = list(itertools.islice(iter(obj), MAX_ITER_ITEMS))
+        elif op == "get":
+            value = obj
+        else:
+            raise ValueError(f"unknown op {op!r}")
+        return {"id": request_id, "ok": True, "value": encode(value, handles.add)}
+    except BaseException as exc:  # SystemExit too: a call that exits has not returned a value
+        return {"id": request_id, "ok": False, "error": describe(exc)}
+
+
+def serve_functions(code: str, requests: LineReader, reply_fd: int) -> None:
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 1)  # printing is allowed, but stdout is not a channel in this mode
+    os.dup2(devnull, 2)
+    namespace = {"__name__": "candidate", "__builtins__": builtins}
+    try:
+        exec(compile(code, "<candidate>", "exec"), namespace)
+    except BaseException as exc:  # sys.exit() at import must not look like success
+        write_message(reply_fd, {"ready": False, "error": describe(exc)})
+        return
+    write_message(reply_fd, {"ready": True, "globals": global_kinds(namespace)})
+    handles = Handles()
+    while (request := requests.read_message()) is not None:
+        write_message(reply_fd, answer(request, namespace, handles))
+
+
+def run_script(code: str, stdin_text: str) -> None:
+    sys.argv = ["main.py"]
+    namespace = {"__name__": "__main__", "__builtins__": builtins}
+    try:
+        exec(compile(code, "main.py", "exec"), namespace)
+    except SystemExit:
+        raise
+    except BaseException:
+        traceback.print_exc()
+        sys.exit(1)
+
+
+def stdin_from_text(text: str) -> None:
+    """Make fd 0 a file holding `text`, so `input()`, `sys.stdin` and `open(0)` all see it."""
+    fd = os.memfd_create("stdin")
+    data = text.encode()
+    while data:
+        data = data[os.write(fd, data) :]
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.dup2(fd, 0)
+    os.close(fd)
+
+
+def set_up(limits: dict, reply_fd: int) -> None:
+    """Apply the limits and report on `reply_fd`, before any candidate code runs (so the candidate cannot forge it)."""
+    try:
+        apply_limits(limits)
+    except BaseException as exc:
+        write_message(reply_fd, {"setup": "failed", "error": describe(exc)})
+        raise SystemExit(70) from None
+    write_message(reply_fd, {"setup": "ok"})
+
+
+def serve(request_fd: int, reply_fd: int, limits: dict) -> None:
+    """Everything after start-up: the started report, the init message, the limits, then the candidate."""
+    write_message(reply_fd, {"started": True})  # the verifier waits for this before handing over a candidate
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 2)  # stderr was for start-up failures only
+    os.close(devnull)
+    requests = LineReader(request_fd, MAX_MESSAGE_BYTES)
+    init = requests.read_message()
+    if init is None:
+        return
+    if init["mode"] == "script":
+        stdin_from_text(init.get("stdin", ""))
+        os.close(request_fd)
+        set_up(limits, reply_fd)
+        os.close(reply_fd)
+        run_script(init["code"], init.get("stdin", ""))
+    else:
+        set_up(limits, reply_fd)
+        serve_functions(init["code"], requests, reply_fd)
+
+
+def main() -> None:
+    serve(int(sys.argv[1]), int(sys.argv[2]), json.loads(sys.argv[3]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,75 @@
+"""The trusted side of a code verification: runs the hidden test code against proxies of the candidate's functions.
+
+A zygote started once per verifier (`python -I judge.py CONTROL_FD`) forks one child per verification. The child
+receives three descriptors over the control socket: the job socket (to the verifier), the request pipe (to the
+candidate sandbox) and the reply pipe (from it). The test code runs here, never in the sandbox: every call of a
+candidate function becomes a request carrying its arguments, and the reply is decoded as plain builtin data, so the
+`==` of an assert is always the builtin one and the expected values never leave this process.
+
+This file is the judge process itself: the fork server and each child's limits (address space, CPU seconds, and an
+alarm at the deadline); Python's limit on int-to-str conversions stays on, so a candidate's huge integer cannot make
+the judge spend minutes printing it. The rest lives next to it: judge_formats.py (which format, which verdict),
+judge_namespace.py (what the test code sees of the candidate), judge_proxy.py (the candidate's functions as proxies),
+and formats_*.py (each format). A candidate's exception reaches the test code with its builtin type
+(`pytest.raises(ValueError)` works); a sandbox that dies raises CandidateGone, which no test code can catch
+(formats_units.py).
+"""
+
+import os
+import resource
+import signal
+import socket
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from formats_units import CandidateFailure, CandidateGone  # noqa: E402
+from judge_formats import judge  # noqa: E402
+from judge_proxy import Session  # noqa: E402
+from protocol import MAX_MESSAGE_BYTES, LineReader, write_message  # noqa: E402
+
+
+def apply_limits(job: dict) -> None:
+    """The child's own limits, as sent by the verifier: address space, and CPU seconds (SIGXCPU ends the child)."""
+    memory, cpu = int(job.get("memory_mb", 4096)) << 20, int(job.get("cpu_s", 60))
+    for limit, soft, hard in ((resource.RLIMIT_AS, memory, memory), (resource.RLIMIT_CPU, cpu, cpu + 1)):
+        current = resource.getrlimit(limit)[1]
+        if current != resource.RLIM_INFINITY:
+            soft, hard = min(soft, current), min(hard, current)
+        resource.setrlimit(limit, (soft, hard))
+
+
+def run_job(job_fd: int, request_fd: int, reply_fd: int) -> None:
+    job = LineReader(job_fd, MAX_MESSAGE_BYTES).read_message()
+    if job is None:
+        return
+    signal.alarm(max(1, int(job.get("deadline_s", 60))))  # a backstop: the verifier also enforces its deadline
+    apply_limits(job)
+    session = Session(request_fd, reply_fd)
+    try:
+        verdict = judge(job, session)
+    except (CandidateFailure, CandidateGone) as exc:
+        verdict = {"total": None, "passed": 0, "error": f"candidate_error: {exc}"}
+    os.close(request_fd)  # end of file tells the candidate harness to exit
+    write_message(job_fd, verdict)
+
+
+def main() -> None:
+    control = socket.socket(fileno=int(sys.argv[1]))
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    while True:
+        message, fds, _, _ = socket.recv_fds(control, 16, 3)
+        if not message:
+            return
+        if len(fds) == 3 and os.fork() == 0:
+            control.close()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            try:
+                run_job(*fds)
+            finally:
+                os._exit(0)
+        for fd in fds:
+            os.close(fd)
+
+
+if __name__ == "__main__":
+    main()

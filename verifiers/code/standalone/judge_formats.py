@@ -1,0 +1,163 @@
+"""Format dispatch of the judge: which test format a job has, and its verdict as plain data.
+
+The test format decides what counts as one test: an assert statement (assert-style and HumanEval, formats_asserts.py),
+a test function or method (pytest-style and unittest modules, formats_modules.py), or a call (call-based cases,
+formats_calls.py).
+
+Test code that cannot run is the reference's fault, not the candidate's, and gives an `unusable` verdict: it does not
+parse, it imports a module this interpreter lacks, it uses a standard module it never imported, or it raises before
+anything from the candidate reached it (`reference_fault`).
+"""
+
+import ast
+import sys
+
+from formats_asserts import AssertRecorder, Tally
+from formats_calls import judge_cases
+from formats_imports import ImportRewriter
+from formats_modules import count_tests, is_test_module, process_tool
+from formats_pytest import make_stand_in
+from formats_runner import run_test_module
+from formats_units import CandidateFailure, CandidateGone, ReferenceFault, UnitTally, UnsupportedTest, describe
+from judge_namespace import CandidateModule, bind_candidate
+from judge_proxy import RemoteObject, Session, candidate_class_name
+
+TEST_FILE = "<test>"
+
+
+def reference_fault(exc: BaseException, session: "Session") -> str | None:
+    """Why `exc`, raised by the test code, is the test's fault rather than the candidate's; None if it may not be.
+
+    A NameError for any other name is the candidate's: it did not define the function the test calls.
+    """
+    if isinstance(exc, UnsupportedTest):
+        return str(exc)
+    if isinstance(exc, CandidateFailure):
+        return None
+    if isinstance(exc, ImportError):
+        hint = ""
+        if isinstance(exc, ModuleNotFoundError) and exc.name and exc.name not in sys.stdlib_module_names:
+            hint = f" (if {exc.name!r} is the solution's module, pass solution_module={exc.name!r})"
+        return f"the test code cannot import what it needs: {describe(exc)}{hint}"
+    if isinstance(exc, NameError):
+        name = getattr(exc, "name", None)
+        if name in sys.stdlib_module_names:
+            return f"the test code uses the module {name!r} without importing it"
+        return None
+    if not session.touched:  # nothing from the candidate has reached the test code yet
+        return f"the test code raised {describe(exc)} before using the candidate"
+    return None
+
+
+def judge(job: dict, session: Session) -> dict:
+    """Run the test of `job` against the candidate, in the format its reference has; the verdict as plain data."""
+    recorder = None
+    if job.get("format") == "calls":
+        kind, tree, total = "calls", None, len(job.get("cases") or ())
+    else:
+        try:
+            tree = ast.parse(job["test"])
+        except SyntaxError as exc:
+            return {"unusable": f"the test code does not parse: {exc}"}
+        if tool := process_tool(tree):
+            return {"unusable": f"the test uses {tool}, which acts on the process running the test: the candidate "
+                    "runs in another one, so its output, logs and warnings, or the patches, never cross"}  # fmt: skip
+        check_name = job.get("check_name") or "check"
+        defines_check = any(isinstance(n, ast.FunctionDef) and n.name == check_name for n in tree.body)
+        if is_test_module(tree) and not (job.get("entry_point") and defines_check):  # BigCodeBench rows name one
+            kind, total = "tests", count_tests(tree)
+        else:
+            recorder = AssertRecorder()
+            kind, tree = "asserts", ast.fix_missing_locations(recorder.visit(tree))
+            if not recorder.lines:
+                return {"unusable": "the test code has no assert statement"}
+            total = len(recorder.lines)
+    started = start_candidate(session)
+    if "globals" not in started:
+        return {"total": total, **started}
+    if kind == "calls":
+        return judge_calls(job, session, started["globals"])
+    if kind == "tests":
+        return judge_test_module(job, session, tree, started["globals"])
+    return judge_asserts(job, session, tree, recorder, started["globals"])
+
+
+def start_candidate(session: Session) -> dict:
+    """{"globals": the candidate's names and kinds} once its sandbox is set up and its code loaded; else a verdict."""
+    try:
+        setup = session.read_message()  # written by the harness before the candidate runs
+    except CandidateGone as exc:
+        return {"internal": f"the sandbox ended before running the candidate ({exc})"}
+    if setup.get("setup") != "ok":
+        return {"internal": f"the sandbox could not set up the candidate's limits: {str(setup.get('error'))[:300]}"}
+    ready = session.read_message()
+    if ready.get("ready") is not True or type(ready.get("globals")) is not dict:
+        return {"passed": 0, "error": f"candidate_error: {ready.get('error')}"}
+    return {"globals": ready["globals"]}
+
+
+def judge_asserts(job: dict, session: Session, tree: ast.Module, recorder: AssertRecorder, kinds: dict) -> dict:
+    """Assert-style test code, or HumanEval's `check(candidate)`: each assert statement counts."""
+    tally = Tally(recorder.lines, lambda exc: reference_fault(exc, session), lambda: session.gone)
+    referenced = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    entry_point = job.get("entry_point")
+    error = None
+    try:
+        namespace = bind_candidate(session, kinds, referenced)
+        namespace["__judge_assert__"] = tally
+        exec(compile(tree, TEST_FILE, "exec"), namespace)
+        if entry_point:
+            check = namespace.get(job.get("check_name") or "check")
+            if not callable(check) or isinstance(check, RemoteObject):
+                return {"unusable": "the test code names an entry point but defines no check(candidate) function"}
+            if kinds.get(entry_point) != "callable":
+                raise CandidateFailure(f"the completion defines no function {entry_point!r}")
+            check(RemoteObject(session, {"name": entry_point}))
+    except (UnsupportedTest, ReferenceFault) as exc:
+        return {"unusable": str(exc)}
+    except CandidateGone as exc:  # the remaining asserts did not run: they have not passed
+        error = f"candidate_error: {exc}"
+    except (Exception, SystemExit) as exc:
+        fault = reference_fault(exc, session)
+        if fault:
+            return {"unusable": fault}
+        error = f"candidate_error: {describe(exc)}" if isinstance(exc, CandidateFailure) else describe(exc)
+    return {"total": len(recorder.lines), "passed": tally.passed(), "failures": tally.failures, "error": error}
+
+
+def judge_test_module(job: dict, session: Session, tree: ast.Module, kinds: dict) -> dict:
+    """pytest-style and unittest test modules (formats_modules.py): each test function or method counts.
+
+    The solution's module (`solution` unless the job says otherwise) is the candidate: `from solution import f` binds
+    a proxy of its `f`, as `import solution` binds one of the module; `import pytest` binds the stand-in."""
+    module = job.get("module") or "solution"
+    tree = ast.fix_missing_locations(ImportRewriter(module).visit(tree))
+    referenced = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    tally = UnitTally(lambda exc: reference_fault(exc, session), lambda: session.gone)
+    try:
+        namespace = bind_candidate(session, kinds, referenced)
+        solution = CandidateModule(session, kinds, module)
+        namespace.update(
+            __judge_import__=solution.__getattr__, __judge_module__=lambda: solution,
+            __judge_star__=lambda names: solution.star(names, referenced),
+            __judge_unsupported__=CandidateModule.unsupported, __judge_pytest__=make_stand_in(candidate_class_name),
+        )  # fmt: skip
+        exec(compile(tree, TEST_FILE, "exec"), namespace)
+    except UnsupportedTest as exc:
+        return {"unusable": str(exc)}
+    except (Exception, CandidateGone, SystemExit) as exc:  # pytest fails every test of a module that does not load
+        fault = None if isinstance(exc, CandidateGone) else reference_fault(exc, session)
+        if fault:
+            return {"unusable": fault}
+        return {"total": count_tests(tree), "passed": 0, "error": f"candidate_error: {describe(exc)}"}
+    try:
+        run_test_module(namespace, tally, TEST_FILE)
+    except UnsupportedTest as exc:
+        return {"unusable": str(exc)}
+    return tally.verdict()
+
+
+def judge_calls(job: dict, session: Session, kinds: dict) -> dict:
+    """Call-based cases (formats_calls.py); each case counts."""
+    tally = UnitTally(lambda exc: reference_fault(exc, session), lambda: session.gone)
+    return judge_cases(job, kinds, lambda name: RemoteObject(session, {"name": name}), tally)

@@ -1,0 +1,225 @@
+"""The fork server inside a long-lived bubblewrap sandbox: one warm interpreter, one fresh child per candidate.
+
+Started by sandbox/fork.py as `python -I -S zygote.py CONTROL_FD`, as root inside bubblewrap with only the
+capabilities it needs (setuid/setgid for the uid drop, sys_admin and net_admin for the namespaces). Standard library
+only. It never runs candidate code. For each message on the control socket (the harness limits, with the child's
+request, reply, stdout, status and kill descriptors) it forks, into a new PID namespace:
+
+    init        PID 1 of the new namespace: unshares mount, IPC and network namespaces, mounts a fresh tmpfs on /tmp
+                and its own /proc, brings loopback up, forks the candidate, reaps orphans, reports the candidate's
+                {"exit": status} and ends, which makes the kernel kill whatever is left in the namespace.
+    candidate   the harness (harness.serve): sets rlimits, drops to the candidate's own uid, runs the code.
+
+The server itself supervises every init at once: it kills one when the verifier writes to or closes its kill pipe,
+and once the kernel has emptied its namespace (init reaped), reports {"reaped": true} on its status pipe. A failure
+before the candidate starts is reported as {"error": ...}. The candidate holds neither the status nor the kill pipe
+of any candidate, nor the control socket, so it can forge none of these reports.
+"""
+
+import atexit
+import ctypes
+import fcntl
+import gc
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import harness  # noqa: E402
+from protocol import write_message  # noqa: E402
+
+# Modules that solutions commonly import: loaded once here, so each candidate finds them warm.
+WARM_MODULES = ("bisect", "collections", "functools", "heapq", "itertools", "math", "re", "string", "typing")
+
+CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWIPC, CLONE_NEWNET = 0x00020000, 0x20000000, 0x08000000, 0x40000000
+MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
+SIOCSIFFLAGS, IFF_UP, IFF_LOOPBACK, IFF_RUNNING = 0x8914, 0x1, 0x8, 0x40
+LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+
+
+def isolate(tmp_mb: int) -> None:
+    """Fresh mount, IPC and network namespaces for one candidate (PID 1 of its own PID namespace), an empty tmpfs of
+    its own on /tmp, its own /proc, and loopback up."""
+    _check(LIBC.unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET), "unshare")
+    _check(LIBC.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "making mounts private")
+    options = f"size={int(tmp_mb)}m,mode=1777".encode()
+    _check(LIBC.mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, options), "mounting /tmp")
+    _check(LIBC.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mounting /proc")
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:  # a new network namespace has loopback down
+        fcntl.ioctl(probe, SIOCSIFFLAGS, struct.pack("16sh22x", b"lo", IFF_UP | IFF_LOOPBACK | IFF_RUNNING))
+
+
+def init(job: dict, request_r: int, reply_w: int, stdout_w: int, status_w: int) -> None:
+    try:
+        isolate(job["tmp_mb"])
+        pid = os.fork()
+    except OSError as exc:
+        write_message(status_w, {"error": f"the sandbox could not isolate the candidate: {exc}"})
+        return
+    if pid == 0:
+        try:
+            os.close(status_w)
+            run_candidate(job, request_r, reply_w, stdout_w)
+        finally:
+            os._exit(70)
+    for fd in (request_r, reply_w, stdout_w):
+        os.close(fd)
+    while True:
+        child, status = os.wait()  # orphans of the namespace are reaped here too
+        if child == pid:
+            write_message(status_w, {"exit": os.waitstatus_to_exitcode(status)})
+            return
+
+
+def run_candidate(job: dict, request_r: int, reply_w: int, stdout_w: int) -> None:
+    """The harness, then what an interpreter does when it exits: wait for threads, atexit, flush, exit status."""
+    os.setsid()  # a session and process group of its own, as each sandbox process had (`bwrap --new-session`)
+    os.dup2(stdout_w, 1)
+    os.close(stdout_w)
+    code = 0
+    try:
+        harness.serve(request_r, reply_w, job["limits"])
+    except SystemExit as exc:
+        code = exit_code(exc)
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    try:
+        threading = sys.modules.get("threading")
+        if threading is not None:
+            threading._shutdown()
+        atexit._run_exitfuncs()
+    except SystemExit as exc:
+        code = exit_code(exc)
+    except BaseException:
+        pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except BaseException:
+            code = code or 120  # as an interpreter does when it cannot flush stdout at exit
+    os._exit(code & 0xFF)
+
+
+def exit_code(exc: SystemExit) -> int:
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code
+    try:
+        print(exc.code, file=sys.stderr)
+    except BaseException:
+        pass
+    return 1
+
+
+class Server:
+    """The control socket and the inits it started: each one's kill pipe, status pipe and pidfd."""
+
+    def __init__(self, control: socket.socket):
+        self.control = control
+        self.pid = os.getpid()
+        self.own_pid_namespace = os.open("/proc/self/ns/pid", os.O_RDONLY)
+        self.inits = {}  # pidfd -> (pid, status_w, kill_r)
+        self.kill_pipes = {}  # kill_r -> pidfd, until the init is killed
+        self.poller = select.poll()  # not select(): hundreds of workers may hold descriptors past FD_SETSIZE
+        self.poller.register(control, select.POLLIN)
+
+    def serve(self) -> None:
+        while True:
+            ready = [fd for fd, _ in self.poller.poll()]
+            # Kills first, then reaps (which close descriptors), then new inits (which open some): a descriptor
+            # closed and reused within one round is never taken for the one that poll reported.
+            for fd in ready:
+                if fd in self.kill_pipes:  # the verifier wrote to or closed it (verdict, deadline, or it ended)
+                    self.poller.unregister(fd)
+                    pidfd = self.kill_pipes.pop(fd)
+                    os.kill(self.inits[pidfd][0], signal.SIGKILL)  # unreaped, so the pid is still this init's
+            for fd in ready:
+                if fd in self.inits:
+                    self.reap(fd)
+            if self.control.fileno() in ready:
+                message, fds, _, _ = socket.recv_fds(self.control, 1 << 16, 5)
+                if not message:
+                    return
+                if len(fds) == 5:
+                    self.start(json.loads(message), *fds)
+                else:
+                    close_all(fds)
+
+    def start(self, job: dict, request_r: int, reply_w: int, stdout_w: int, status_w: int, kill_r: int) -> None:
+        try:
+            _check(LIBC.unshare(CLONE_NEWPID), "unshare")  # the next child is PID 1 of a new PID namespace
+            try:
+                pid = os.fork()
+            finally:
+                if os.getpid() == self.pid and LIBC.setns(self.own_pid_namespace, CLONE_NEWPID) != 0:
+                    raise SystemExit("cannot return to the server's PID namespace")  # its next child would share one
+        except OSError as exc:
+            write_message(status_w, {"error": f"the sandbox could not isolate the candidate: {exc}"})
+            close_all((request_r, reply_w, stdout_w, status_w, kill_r))
+            return
+        if pid == 0:
+            try:
+                close_all([self.control.fileno(), self.own_pid_namespace, kill_r])
+                close_all(fd for pidfd, (_, status, kill) in self.inits.items() for fd in (pidfd, status, kill))
+                init(job, request_r, reply_w, stdout_w, status_w)
+            finally:
+                os._exit(70)
+        close_all((request_r, reply_w, stdout_w))
+        pidfd = os.pidfd_open(pid)
+        self.inits[pidfd] = (pid, status_w, kill_r)
+        self.kill_pipes[kill_r] = pidfd
+        self.poller.register(pidfd, select.POLLIN)
+        self.poller.register(kill_r, select.POLLIN)
+
+    def reap(self, pidfd: int) -> None:
+        pid, status_w, kill_r = self.inits.pop(pidfd)
+        if self.kill_pipes.pop(kill_r, None) is not None:
+            self.poller.unregister(kill_r)
+        self.poller.unregister(pidfd)
+        os.waitpid(pid, 0)  # an init ends only once every process of its namespace is gone
+        try:
+            write_message(status_w, {"reaped": True})
+        except OSError:  # the verifier gave up on this one
+            pass
+        close_all((pidfd, status_w, kill_r))
+
+
+def close_all(fds) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def main() -> None:
+    control = socket.socket(fileno=int(sys.argv[1]))
+    for name in WARM_MODULES:
+        __import__(name)
+    for name in ("unshare", "setns", "mount"):
+        getattr(LIBC, name)  # looked up once here, not in every child
+    devnull = os.open(os.devnull, os.O_RDWR)
+    os.dup2(devnull, 0)
+    control.send(b"started")
+    os.dup2(devnull, 2)  # stderr was for start-up failures only
+    os.close(devnull)
+    server = Server(control)
+    gc.freeze()  # the children share these pages until they write them
+    server.serve()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,216 @@
+"""The `code` verifier: runs a completion's Python against hidden unit tests in a sandbox.
+
+```python
+verifier = get_verifier("code", timeout_s=5, partial_credit=False)
+verifier.verify(completion, "assert add(1, 2) == 3")                                   # assert-style (MBPP)
+verifier.verify(completion, {"test": "def check(candidate): ...", "entry_point": "add"})  # HumanEval
+verifier.verify(completion, [{"input": "1 2\\n", "output": "3\\n"}])                     # stdin/stdout
+verifier.verify(completion, "from solution import add\\ndef test_add(): assert add(1, 2) == 3")  # pytest, unittest
+verifier.verify(completion, {"fn_name": "add", "inputs": [[1, 2]], "outputs": [3]})     # call-based (APPS)
+```
+
+Each format is detected from the reference (code/formats.py).
+
+The verdict is formed outside the sandbox (see code/standalone/judge.py and code/standalone/harness.py for why it cannot be forged) and the
+result's `details` say which isolation was in force (see sandbox/isolation.py for what each level protects against).
+
+Never raises into the trainer, and never turns its own failure into a 0: a completion that is not text scores 0
+(`bad_completion: ...`); an unusable reference gives None (`unusable_reference: ...`); a sandbox that cannot start, a
+judge that dies or any other failure of the verifier is retried once, then gives None (`internal_error: ...`).
+"""
+
+from __future__ import annotations
+
+import ast
+import logging
+import re
+import threading
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ..core.contract import INTERNAL_ERROR, VerificationResult, Verifier, bad_completion
+from ..core.deadline_pool import default_worker_count
+from ..core.registry import register_verifier
+from ..sandbox.pool import Limits, SandboxError, SandboxPool, detect_isolation
+from .formats import parse_reference
+from .runner import JudgeError, JudgeProcess, Outcome, run_function_tests, run_stdio_case
+
+logger = logging.getLogger("trl_grpo_ext.verifiers")
+
+_FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)```", re.DOTALL)
+
+
+def extract_code(completion: str) -> str:
+    """The last ```python block (or, if no block is labelled Python, the last fenced block); else the whole text."""
+    blocks = _FENCE.findall(completion)
+    python_blocks = [body for lang, body in blocks if lang.lower() in ("python", "py", "python3")]
+    if python_blocks or blocks:
+        return (python_blocks or [body for _, body in blocks])[-1]
+    return completion
+
+
+def is_prose(completion: str) -> bool:
+    """Text that holds no code: no fenced block, and not a Python program either (the parser rejects it).
+
+    Asked only of a completion that already scored 0, so that it names the reason and never changes a score: a
+    candidate interpreter newer than the trainer's may run what this parser rejects.
+    """
+    if _FENCE.search(completion):
+        return False
+    try:
+        compile(completion, "<completion>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):  # ValueError: a null byte
+        return True
+    return False
+
+
+@register_verifier("code")
+class CodeVerifier(Verifier):
+    """Runs the completion's Python against unit tests in a sandbox; 1.0 when every test passes.
+
+    `float_tolerance` (stdin/stdout cases only; default None, exact lines) accepts real-number tokens within
+    absolute-or-relative error `float_tolerance`, e.g. 1e-6 (see `code/runner.py`, `outputs_match`). `solution_module`
+    (default "solution") is the module pytest- and unittest-style tests import the solution from.
+    """
+
+    def __init__(
+        self,
+        timeout_s: float = 10.0,
+        memory_mb: int = 1024,
+        max_processes: int = 64,
+        max_output_bytes: int = 8 << 20,
+        partial_credit: bool = False,
+        float_tolerance: float | None = None,
+        workers: int | None = None,
+        isolation: str = "auto",
+        python: str | None = None,
+        site_packages: bool = False,
+        solution_module: str = "solution",
+    ):
+        for name, value in (("timeout_s", timeout_s), ("memory_mb", memory_mb), ("max_processes", max_processes)):
+            if not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"{name}={value!r} must be a positive number.")
+        self.limits = Limits(
+            wall_s=float(timeout_s), cpu_s=max(1, int(timeout_s) + 1), memory_mb=int(memory_mb),
+            processes=int(max_processes), output_bytes=int(max_output_bytes),
+        )  # fmt: skip
+        if float_tolerance is not None and (
+            isinstance(float_tolerance, bool)
+            or not isinstance(float_tolerance, (int, float))
+            or not 0 < float_tolerance < 1
+        ):
+            raise ValueError(
+                f"code verifier option float_tolerance={float_tolerance!r} must be None (exact output) or a number "
+                "between 0 and 1, e.g. 1e-6."
+            )
+        if not isinstance(site_packages, bool):
+            raise ValueError(
+                f"code verifier option site_packages={site_packages!r} must be True (the sandbox interpreter's "
+                "site-packages are importable, read-only) or False (standard library only, the default)."
+            )
+        if not isinstance(solution_module, str) or not solution_module.isidentifier():
+            raise ValueError(
+                f"code verifier option solution_module={solution_module!r} must be a module name, the one test modules "
+                "import the solution from (`from solution import f`: 'solution', the default)."
+            )
+        self.solution_module = solution_module
+        self.partial_credit = partial_credit
+        self.float_tolerance = float_tolerance
+        self.workers = workers or min(8, default_worker_count())  # sandboxes run at once, per training process
+        self.isolation = detect_isolation(isolation, python, site_packages=site_packages)
+        self._pool = None
+        self._judge = None
+        self._executor = None
+        self._start_lock = threading.Lock()
+
+    def _ensure_started(self) -> None:
+        with self._start_lock:
+            if self._pool is None:
+                self._pool = SandboxPool(self.isolation, self.limits, size=self.workers)
+                self._judge = JudgeProcess()
+
+    def verify(self, completion: str, reference: Any) -> VerificationResult:
+        if not isinstance(completion, str):
+            return bad_completion(completion)
+        try:
+            kind, tests = parse_reference(reference)
+        except Exception as exc:  # ValueError, or a mapping that fails in its own way
+            logger.warning("code verifier: %s", exc)
+            return VerificationResult(None, f"unusable_reference: {exc}")
+        code = extract_code(completion)
+        if not code.strip():
+            return VerificationResult(0.0, "no_code", extracted=code, details=self._details(Outcome()))
+        failure = None
+        for attempt in range(2):  # a failure of the sandbox or the judge is retried once
+            try:
+                self._ensure_started()
+                return self._result(self._run(kind, tests, code), code, completion)
+            except Exception as exc:  # a verifier never raises into the trainer, nor scores its own failure 0
+                failure = exc
+                logger.warning("code verifier: %s: %s%s", type(exc).__name__, exc, "; retrying" if not attempt else "")
+        logger.error("code verifier: giving up on an item", exc_info=failure)
+        what = (
+            str(failure) if isinstance(failure, (SandboxError, JudgeError)) else f"{type(failure).__name__}: {failure}"
+        )
+        return VerificationResult(None, f"{INTERNAL_ERROR}: {what}", code, self._details(Outcome()))
+
+    def _run(self, kind: str, tests: Any, code: str) -> Outcome:
+        if kind == "functions":
+            return run_function_tests(self._pool, self._judge, code, {**tests, "module": self.solution_module})
+        total, passed, first_error, failures = len(tests), 0, None, []
+        for stdin, expected in tests:
+            case = run_stdio_case(self._pool, code, stdin, expected, self.float_tolerance)
+            passed += case.passed
+            failures += case.failures[:1]
+            first_error = first_error or case.error
+            if not case.passed and not self.partial_credit:
+                break  # one failure decides a binary reward
+        return Outcome(passed, total, first_error, failures=failures[:5])
+
+    def _result(self, outcome: Outcome, code: str, completion: str) -> VerificationResult:
+        details = self._details(outcome)
+        if outcome.unusable:
+            logger.warning("code verifier: unusable reference: %s", outcome.unusable)
+            return VerificationResult(None, f"unusable_reference: {outcome.unusable}", code, details)
+        total = outcome.total or 0
+        all_passed = total > 0 and outcome.passed == total and outcome.error is None
+        if all_passed:
+            return VerificationResult(1.0, "correct", code, details)
+        score = min(outcome.passed / total, 1.0) if self.partial_credit and total else 0.0
+        if score == 0.0 and is_prose(completion):  # its SyntaxError (or a stdio run's exit status) says less
+            return VerificationResult(0.0, "no_code", code, details)
+        return VerificationResult(score, outcome.error or "wrong", code, details)
+
+    def _details(self, outcome: Outcome) -> dict:
+        return {
+            "passed": outcome.passed,
+            "total": outcome.total,
+            "failures": outcome.failures,
+            "isolation": self.isolation.describe(),
+        }
+
+    def verify_batch(self, completions: Sequence[str], references: Sequence[Any]) -> list[VerificationResult]:
+        if len(completions) != len(references):
+            return super().verify_batch(completions, references)  # raises the contract's error
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="code-verifier")
+        return list(self._executor.map(self.verify, completions, references))
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None
+        if self._pool is not None:
+            self._pool.close()
+            self._judge.close()
+            self._pool = self._judge = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+__all__ = ["CodeVerifier", "extract_code", "parse_reference"]

@@ -1,0 +1,342 @@
+"""Adapter from any registered verifier to a TRL reward function.
+
+TRL's GRPOTrainer calls `reward(prompts=..., completions=..., completion_ids=..., **columns)` where `columns` holds the
+dataset columns, `trainer_state`, and two loggers: `log_metric(name, value)` (a scalar averaged per logging step) and
+`log_extra(column, values)` (a column of the completions table). This module stays free of torch and trl imports.
+
+Failures are loud, never silent zeros: a verifier's own failure is a None reward (TRL turns it into NaN, which keeps
+the completion out of its group's statistics), logged once per batch and counted in `<name>/internal_error_rate`; a
+verifier that fails on every item for `max_failed_batches` batches in a row stops training with a RuntimeError.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import numbers
+import threading
+from collections import Counter
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .contract import VerificationResult, internal_error, is_missing
+from .registry import get_verifier
+
+logger = logging.getLogger("trl_grpo_ext.verifiers.reward")
+
+# Reasons counted as shares in `log_metric`, by the prefix of VerificationResult.reason.
+TRACKED_REASONS = {
+    "timeout": "timeout",
+    "unparseable": "unparseable",
+    "no_answer": "no_answer",
+    "bad_completion": "bad_completion",
+    "internal_error": "internal_error",
+}
+
+
+def completion_text(completion: Any) -> str:
+    """Plain text of a completion: a string as is; a conversation (a message dict, or a list of them): the content of
+    the last assistant message (of the last message when none is the assistant's).
+
+    TypeError for anything else: None, numbers, bytes, an empty list, a list holding anything but messages, a dict
+    that is not a message (a message has a "role" or a "content" key), content that is neither text nor text parts.
+    """
+    if isinstance(completion, str):
+        return completion
+    messages = [completion] if isinstance(completion, dict) else completion
+    if not isinstance(messages, (list, tuple)) or not messages or not all(map(_is_message, messages)):
+        raise TypeError(
+            "a completion must be a string or a conversation (a list of {'role': ..., 'content': ...} messages), "
+            f"got {type(completion).__name__} {completion!r:.60}"
+        )
+    assistant = [m for m in messages if m.get("role", "assistant") == "assistant"]
+    return _content_text((assistant or messages)[-1].get("content"))
+
+
+def _is_message(message: Any) -> bool:
+    return (
+        isinstance(message, dict)
+        and ("role" in message or "content" in message)
+        and isinstance(message.get("role", ""), str)
+    )
+
+
+def _content_text(content: Any) -> str:
+    """Message content may be a string, None, or a list of typed parts ({"type": "text", "text": ...})."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list) and all(isinstance(part, dict) for part in content):
+        texts = [part.get("text") for part in content if part.get("text") is not None]  # images and such are skipped
+        if all(isinstance(text, str) for text in texts):
+            return "".join(texts)
+    raise TypeError(
+        f"message content must be text or a list of text parts, got {type(content).__name__} {content!r:.60}"
+    )
+
+
+def _reason_shares(results: list[VerificationResult]) -> dict[str, float]:
+    counts = Counter()
+    for result in results:
+        for prefix, metric in TRACKED_REASONS.items():
+            if result.reason.startswith(prefix):
+                counts[metric] += 1
+    n = max(len(results), 1)
+    shares = {f"{metric}_rate": counts[metric] / n for metric in TRACKED_REASONS.values()}
+    shares["unusable_reference_rate"] = sum(r.score is None and not r.is_internal_error for r in results) / n
+    scored = [r.score for r in results if r.score is not None]
+    if scored:  # no score is no mean: a 0 here would read as "all wrong"
+        shares["mean_score"] = sum(scored) / len(scored)
+    return shares
+
+
+def as_reward_function(
+    name: str, reference_column: str = "answer", max_failed_batches: int = 3, **verifier_options: Any
+) -> Callable[..., list[float | None]]:
+    """A TRL reward function `(prompts, completions, **columns) -> list[float | None]` backed by verifier `name`.
+
+    The function is named `<name>_reward` (TRL names its metrics `rewards/<function name>/...`). It reads the
+    reference of each completion from the dataset column `reference_column`, logs `<name>/timeout_rate`,
+    `<name>/unparseable_rate`, `<name>/no_answer_rate`, `<name>/bad_completion_rate`, `<name>/internal_error_rate`,
+    ... through `log_metric`, and the columns `<name>_extracted` and `<name>_reason` through `log_extra`, when the
+    trainer passes those loggers.
+
+    It never raises for bad input: a completion that is not text or a conversation scores 0 (`bad_completion: ...`),
+    a missing reference gives None (`unusable_reference: missing`). A failure of the verifier itself gives None
+    (`internal_error: ...`) and one warning per batch; when the verifier fails on every item it is asked about for
+    `max_failed_batches` non-empty batches in a row, the call raises a RuntimeError naming the reasons, rather than
+    letting training go on without a signal. A batch with one real verdict resets the count.
+
+    The verifier is built here (an unknown name, an option it does not accept or a bad value fails now, not
+    mid-training) and kept as `reward.verifier`; its worker processes start on first use (or at
+    `reward.verifier.start(wait=False)`, in the background), and `reward.verifier.close()` stops them.
+
+    `reward.submit(**call)` starts verifying a batch on a thread of its own and returns a `PendingReward` at once;
+    `reward.collect(pending, **call)` waits for it and returns what `reward(**call)` returns, with the same logging
+    and the same failure count (`reward(**call)` is `collect(submit(**call), **call)`, verified on the caller's
+    thread). `GRPOExtTrainer` uses them to verify while its log-prob forwards run (`overlap_rewards`).
+    """
+    if not isinstance(reference_column, str) or not reference_column:
+        raise ValueError(f"reference_column must be a non-empty column name, got {reference_column!r}.")
+    if isinstance(max_failed_batches, bool) or not isinstance(max_failed_batches, int) or max_failed_batches < 1:
+        raise ValueError(
+            f"max_failed_batches={max_failed_batches!r} must be an integer >= 1: the number of batches in a row in "
+            "which the verifier may fail on every item before the reward function raises."
+        )
+    verifier = get_verifier(name, **verifier_options)
+    watch = _FailureWatch(name, max_failed_batches)
+
+    def prepare(prompts: Sequence[Any] | None = None, completions: Sequence[Any] = (), **columns: Any):
+        """The batch's completions and references, checked, as a `PendingReward` that has not started."""
+        if reference_column not in columns:
+            ignored = ("trainer_state", "completion_ids", "environments", "log_metric", "log_extra")
+            available = sorted(k for k in columns if k not in ignored)
+            raise KeyError(
+                f"reward function {reward.__name__!r} needs the dataset column {reference_column!r} "
+                f"(reference_column); the batch has columns {available}."
+            )
+        completions, references = list(completions), list(columns[reference_column])
+        if len(completions) != len(references):
+            raise ValueError(
+                f"reward function {reward.__name__!r} got {len(completions)} completions and {len(references)} "
+                f"values in column {reference_column!r}; pass one reference per completion."
+            )
+        return PendingReward(verifier, completions, references)
+
+    def submit(prompts: Sequence[Any] | None = None, completions: Sequence[Any] = (), **columns: Any):
+        """Start verifying the batch on a thread of its own and return at once; `collect` gives the rewards."""
+        pending = prepare(prompts, completions, **columns)
+        pending.start()
+        return pending
+
+    def collect(pending: PendingReward, **call: Any) -> list[float | None]:
+        """The rewards of a submitted batch, logged through the call's `log_metric` / `log_extra`.
+
+        `call` is what the trainer passes to the reward function; when its completions or references are not those
+        submitted, the submitted work is dropped and the call's batch is verified now, so the rewards are always
+        those of the call.
+        """
+        log_metric = call.pop("log_metric", None)
+        log_extra = call.pop("log_extra", None)
+        if "completions" in call and not pending.made_from(call["completions"], call.get(reference_column)):
+            pending.cancel()
+            pending = prepare(**call)
+        results, asked = pending.wait()
+        _warn_internal_errors(name, results)
+        if log_metric is not None:
+            for metric, value in _reason_shares(results).items():
+                log_metric(f"{name}/{metric}", value)
+        if log_extra is not None:
+            log_extra(f"{name}_extracted", [r.extracted if r.extracted is not None else "" for r in results])
+            log_extra(f"{name}_reason", [r.reason for r in results])
+        watch.record(asked)
+        return [r.score for r in results]
+
+    def reward(prompts: Sequence[Any] | None = None, completions: Sequence[Any] = (), **columns: Any):
+        # collect(submit(...)) without the thread: a serial call verifies on the caller's thread.
+        return collect(prepare(prompts, completions, **columns), **columns)
+
+    reward.__name__ = reward.__qualname__ = f"{name}_reward"
+    reward.verifier = verifier  # type: ignore[attr-defined]
+    reward.submit = submit  # type: ignore[attr-defined]
+    reward.collect = collect  # type: ignore[attr-defined]
+    return reward
+
+
+class PendingReward:
+    """A batch handed to a verifier reward function's `submit`: its verification runs on a thread of its own from
+    `start()` (or on the thread that waits, if never started) and `wait()` returns its results.
+
+    `cancel()` waits for a started verification to end (a batch inside the verifier cannot be interrupted), so no
+    thread outlives the code that dropped the batch.
+    """
+
+    def __init__(self, verifier: Any, completions: list[Any], references: list[Any]):
+        self.completions, self.references = completions, references
+        self._verifier = verifier
+        self._thread: threading.Thread | None = None
+        self._outcome: tuple[list[VerificationResult], list[VerificationResult]] | None = None
+        self._error: BaseException | None = None
+
+    def start(self) -> None:
+        if self._thread is None and self._outcome is None:
+            self._thread = threading.Thread(target=self._run, name="verifier-reward", daemon=True)
+            self._thread.start()
+
+    def wait(self) -> tuple[list[VerificationResult], list[VerificationResult]]:
+        """Every item's result, and the results of the items the verifier was asked about (see `_score`)."""
+        if self._thread is None:
+            if self._outcome is None:
+                self._run()
+        else:
+            self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._outcome  # type: ignore[return-value]
+
+    def cancel(self) -> None:
+        if self._thread is not None:
+            self._thread.join()
+
+    def made_from(self, completions: Any, references: Any) -> bool:
+        """Whether a call's completions and references are those this batch verifies."""
+        try:
+            return _same_items(self.completions, completions) and _same_items(self.references, references)
+        except Exception:  # items whose == is not a bool (arrays): verify the call's batch instead
+            return False
+
+    def _run(self) -> None:
+        try:
+            self._outcome = _score(self._verifier, self.completions, self.references)
+        except BaseException as exc:  # _score does not raise; anything else reaches the collecting thread
+            self._error = exc
+
+
+def _same_items(kept: list[Any], given: Any) -> bool:
+    if given is None:
+        return False
+    given = list(given)
+    return len(kept) == len(given) and all(a is b or bool(a == b) for a, b in zip(kept, given))
+
+
+def _score(
+    verifier: Any, completions: list[Any], references: list[Any]
+) -> tuple[list[VerificationResult], list[VerificationResult]]:
+    """Verify a batch without raising; returns every item's result and the results of the items the verifier saw.
+
+    A missing reference gives None and a completion that is not text or a conversation scores 0, without asking the
+    verifier; a verify_batch that raises or breaks the contract gives `internal_error` for every item it was asked.
+    """
+    results: list[VerificationResult | None] = [None] * len(completions)
+    asked: list[tuple[int, str]] = []
+    for i, (completion, reference) in enumerate(zip(completions, references)):
+        if is_missing(reference):
+            results[i] = VerificationResult(None, "unusable_reference: missing")
+            continue
+        try:
+            asked.append((i, completion_text(completion)))
+        except TypeError as exc:
+            results[i] = VerificationResult(0.0, f"bad_completion: {exc}")
+    scored: list[Any] = []
+    if asked:
+        try:
+            scored = verifier.verify_batch([text for _, text in asked], [references[i] for i, _ in asked])
+            if not isinstance(scored, Sequence) or len(scored) != len(asked):
+                raise TypeError(
+                    f"verify_batch returned {type(scored).__name__} {scored!r:.80}, not {len(asked)} results"
+                )
+        except Exception as exc:  # a verifier never raises into the trainer
+            scored = [internal_error(exc)] * len(asked)
+    for (i, _), result in zip(asked, scored):
+        results[i] = _checked(result)
+    return results, [results[i] for i, _ in asked]  # type: ignore[return-value]
+
+
+def _checked(result: Any) -> VerificationResult:
+    """The result as the contract says: a VerificationResult, score None or finite, None on an internal error."""
+    if not isinstance(result, VerificationResult):
+        return internal_error(
+            f"verify_batch returned {type(result).__name__} {result!r:.80}, not a VerificationResult"
+        )
+    if not isinstance(result.reason, str) or not result.reason:
+        result = dataclasses.replace(result, reason=f"unlabelled: {result.reason!r:.40}")
+    if result.is_internal_error:
+        return result if result.score is None else dataclasses.replace(result, score=None)
+    if result.score is not None and not (isinstance(result.score, numbers.Real) and math.isfinite(result.score)):
+        return internal_error(f"score {result.score!r:.40} is not a finite number (reason {result.reason!r:.80})")
+    return result if result.score is None else dataclasses.replace(result, score=float(result.score))
+
+
+def _warn_internal_errors(name: str, results: list[VerificationResult]) -> None:
+    """One warning per batch, however many items failed."""
+    reasons = Counter(r.reason for r in results if r.is_internal_error)
+    if reasons:
+        logger.warning(
+            "verifier %r failed on %d of %d items (reward None: left out of their group's statistics): %s",
+            name,
+            sum(reasons.values()),
+            len(results),
+            _summary(reasons),
+        )
+
+
+def _summary(reasons: Counter, most: int = 3) -> str:
+    shown = [f"{reason[:300]!r} x{count}" for reason, count in reasons.most_common(most)]
+    if len(reasons) > most:
+        shown.append(f"and {len(reasons) - most} other reasons")
+    return "; ".join(shown)
+
+
+class _FailureWatch:
+    """Counts the batches in a row in which the verifier failed on every item it was asked about."""
+
+    def __init__(self, name: str, limit: int):
+        self.name, self.limit = name, limit
+        self.streak = 0
+        self.reasons: Counter = Counter()
+        self.example: VerificationResult | None = None
+        self._lock = threading.Lock()
+
+    def record(self, results: list[VerificationResult]) -> None:
+        """Raise RuntimeError once `limit` batches in a row failed; empty batches do not count."""
+        if not results:
+            return
+        with self._lock:
+            if not all(r.is_internal_error for r in results):
+                self.streak, self.reasons, self.example = 0, Counter(), None
+                return
+            self.streak += 1
+            self.reasons.update(r.reason for r in results)
+            self.example = self.example or results[0]
+            if self.streak < self.limit:
+                return
+            streak, reasons, example = self.streak, self.reasons, self.example
+            self.streak, self.reasons, self.example = 0, Counter(), None
+        trace = example.details.get("traceback") if example else None
+        raise RuntimeError(
+            f"verifier {self.name!r} failed on every item of {streak} batches in a row (max_failed_batches="
+            f"{self.limit}), so training would go on without a reward signal. Reasons: {_summary(reasons)}."
+            + (f"\nThe first failure:\n{trace}" if trace else "")
+        )

@@ -1,0 +1,97 @@
+"""Stage 3b of the math verifier: decide whether two answer structures are equal, with sympy.
+
+Runs inside a deadline worker (it parses untrusted LaTeX and calls sympy). Rules:
+- lists and sets are order-free, tuples ordered; a bare list against a tuple is compared in order;
+- intervals need the same bracket types; a pair `(a, b)` equals the open interval `(a, b)`;
+- relations (equations, inequalities, `name = value`) follow `math_relations`;
+- leaves are parsed by `math_parse` and compared by `math_expressions` (numbers by the rules of `math_numbers`).
+"""
+
+from __future__ import annotations
+
+from .expressions import expressions_equal
+from .numbers import Tolerance
+from .parse import TooLargeError, UnparseableError, parse_leaf
+from .relations import as_interval, with_relation
+from .structure import Interval, Leaf, Relation, Seq, Union, parse_structure
+
+
+def leaves_equal(a: Leaf, b: Leaf, tol: Tolerance) -> bool:
+    if a.latex == b.latex:
+        return True
+    return expressions_equal(parse_leaf(a.latex), parse_leaf(b.latex), tol, a.latex, b.latex)
+
+
+def _unordered_equal(a: tuple, b: tuple, tol: Tolerance) -> bool:
+    """Set equality: every item of `a` equals some item of `b` and vice versa (repeats do not count)."""
+    return all(any(_safe_equal(x, y, tol) for y in b) for x in a) and all(
+        any(_safe_equal(x, y, tol) for x in a) for y in b
+    )
+
+
+def _safe_equal(a: object, b: object, tol: Tolerance) -> bool:
+    try:
+        return structures_equal(a, b, tol)
+    except (UnparseableError, TooLargeError):
+        return False
+
+
+def structures_equal(pred: object, ref: object, tol: Tolerance) -> bool:
+    """Whether the predicted structure equals the reference structure (see the module docstring)."""
+    if isinstance(pred, Relation) or isinstance(ref, Relation):
+        return with_relation(pred, ref, tol, structures_equal)
+    if isinstance(pred, Seq) and isinstance(ref, Seq):
+        if {pred.kind, ref.kind} == {"tuple", "set"}:
+            return False
+        if "tuple" in (pred.kind, ref.kind):
+            return len(pred.items) == len(ref.items) and all(
+                structures_equal(x, y, tol) for x, y in zip(pred.items, ref.items)
+            )
+        return _unordered_equal(pred.items, ref.items, tol)
+    if isinstance(pred, (Interval, Seq)) and isinstance(ref, (Interval, Seq)):
+        return _intervals_equal(pred, ref, tol)
+    if isinstance(pred, Union) and isinstance(ref, Union):
+        return _unordered_equal(pred.parts, ref.parts, tol)
+    if isinstance(pred, Leaf) and isinstance(ref, Leaf):
+        return leaves_equal(pred, ref, tol)
+    return False
+
+
+def _intervals_equal(pred: object, ref: object, tol: Tolerance) -> bool:
+    a, b = as_interval(pred), as_interval(ref)
+    if a is None or b is None or (a.left, a.right) != (b.left, b.right):
+        return False
+    return structures_equal(a.low, b.low, tol) and structures_equal(a.high, b.high, tol)
+
+
+def _parse_all_leaves(node: object) -> None:
+    """Parse every leaf of a structure (raising UnparseableError or TooLargeError on the first bad one)."""
+    if isinstance(node, Leaf):
+        parse_leaf(node.latex)
+    elif isinstance(node, Interval):
+        _parse_all_leaves(node.low)
+        _parse_all_leaves(node.high)
+    else:
+        for child in getattr(node, "items", ()) or getattr(node, "parts", ()):
+            _parse_all_leaves(child)
+
+
+def compare_task(pairs: list[tuple[str, str]], rel_tol: float, abs_tol: float) -> tuple[bool | None, str]:
+    """Worker entry point: whether any (prediction, reference) pair of normalised answers is equal, with a reason.
+
+    Returns (None, reason) when the reference itself cannot be parsed: the caller scores that item None.
+    """
+    tol = Tolerance(rel_tol, abs_tol)
+    reason = "different"
+    for pred, ref in pairs:
+        ref_structure = parse_structure(ref)
+        try:
+            if structures_equal(parse_structure(pred), ref_structure, tol):
+                return True, "symbolic"
+        except (UnparseableError, TooLargeError) as exc:
+            try:
+                _parse_all_leaves(ref_structure)
+            except (UnparseableError, TooLargeError) as ref_exc:
+                return None, f"unusable_reference: {ref_exc}"
+            reason = f"{'unparseable' if isinstance(exc, UnparseableError) else 'too_large'}: {exc}"
+    return False, reason

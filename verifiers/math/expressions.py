@@ -1,0 +1,192 @@
+"""Whether two sympy values (numbers, expressions, matrices) are equal; used for leaves and for relations.
+
+- Numbers follow `math_numbers`: exact numbers exactly (an exact difference, or one evaluated by sympy at `DIGITS`
+  digits that is not zero), decimals at the precision they are written to.
+- Expressions: symbols are real. The cheap symbolic proof comes first (the difference, rebuilt with real symbols,
+  is 0 on construction); then both sides are evaluated at the points of `math_points`, each in its real domain. Where
+  both are defined they must agree; a point where one side is defined and the other is not is a different answer
+  (`2\\ln x` is not `2\\ln|x|`), and isolated points (the hole of `(x^2-1)/(x-1)`) are never drawn.
+  `sympy.simplify` decides only when no point can be evaluated.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import mpmath
+import sympy
+from sympy import MatrixBase
+from sympy.core.evalf import PrecisionExhausted
+
+from .numbers import Tolerance, written_precision
+from .points import DIGITS, Unevaluable, sample_values, values_agree
+
+MAX_CANCELLATION_DIGITS = 400  # an exact difference indistinguishable from 0 at this many digits counts as 0
+AGREEING_POINTS = 4  # points inside the common domain needed for a verdict "equal"
+
+
+def expressions_equal(
+    pred: sympy.Basic, ref: sympy.Basic, tol: Tolerance, pred_text: str | None = None, ref_text: str | None = None
+) -> bool:
+    """`pred_text` / `ref_text`: the written form of a plain number, which decides the precision of a decimal."""
+    if isinstance(pred, MatrixBase) or isinstance(ref, MatrixBase):
+        return _matrices_equal(pred, ref, tol)
+    if not (isinstance(pred, sympy.Expr) and isinstance(ref, sympy.Expr)):
+        return pred == ref
+    if _undefined(pred) or _undefined(ref):  # 12:00 parses as 12/0: zoo == zoo must not make 12:00 equal 1:00
+        return False
+    if pred == ref:
+        return True
+    pred, ref = _done(pred), _done(ref)
+    if not (pred.free_symbols or ref.free_symbols):
+        if pred.is_Rational and ref.is_Rational:
+            tol = Tolerance()  # the extra tolerance never applies between two integers or fractions
+        ref_exact = not ref.has(sympy.Float)
+        pred_text = pred_text or _float_text(pred)
+        ref_text = ref_text or _float_text(ref)
+        pred, ref = (_real_roots(rebuilt(exact(side))) for side in (pred, ref))
+        return _constants_equal(pred, ref, tol, written_precision(pred_text, ref_text, ref_exact))
+    return _functions_equal(exact(pred), exact(ref))
+
+
+UNEVALUATED = (sympy.Sum, sympy.Product, sympy.Limit, sympy.Integral, sympy.Derivative)
+
+
+def _done(expr: sympy.Expr) -> sympy.Expr:
+    """Sums, products, limits, integrals and derivatives worked out (`\\sum_{k=0}^{n} k` is `n^2/2 + n/2`), so that
+    they can be compared exactly and evaluated at points; left as written where sympy cannot."""
+    if not expr.has(*UNEVALUATED):
+        return expr
+    try:
+        return expr.doit()
+    except Exception:  # sympy raises many types on exotic input
+        return expr
+
+
+def exact(expr: sympy.Basic) -> sympy.Basic:
+    """Decimals inside a formula read as the exact numbers they write: `10\\sqrt{10.5}` is `10\\sqrt{21/2}`."""
+    floats = expr.atoms(sympy.Float)
+    return expr.xreplace({f: sympy.Rational(_float_text(f)) for f in floats}) if floats else expr
+
+
+def _real_roots(expr: sympy.Expr) -> sympy.Expr:
+    """Odd roots of negative numbers as a reader means them, real: `\\sqrt[3]{-8}` is -2 (sympy's principal root is
+    1 + 1.73i). Expressions with the imaginary unit keep sympy's principal roots."""
+    if expr.has(sympy.I):
+        return expr
+    odd_roots = {
+        node: (-1) ** node.exp.p * (-node.base) ** node.exp
+        for node in expr.atoms(sympy.Pow)
+        if node.base.is_negative and node.exp.is_Rational and not node.exp.is_Integer and node.exp.q % 2 == 1
+    }
+    return expr.xreplace(odd_roots) if odd_roots else expr
+
+
+def _float_text(expr: sympy.Basic) -> str | None:
+    """The shortest decimal of a bare sympy Float (`0.330000000000000` -> `0.33`), else None."""
+    if not isinstance(expr, sympy.Float):
+        return None
+    mantissa, _, exponent = str(expr).partition("e")
+    if "." in mantissa:
+        mantissa = mantissa.rstrip("0").rstrip(".") or "0"
+    return mantissa + (f"e{exponent}" if exponent else "")
+
+
+def _constants_equal(pred: sympy.Expr, ref: sympy.Expr, tol: Tolerance, precision: Fraction | None) -> bool:
+    """Exactly equal, or within `precision` (the written precision of a decimal) or the user's tolerance."""
+    difference = pred - ref
+    if difference == 0:
+        return True
+    if difference.is_Rational:
+        size = abs(Fraction(difference.p, difference.q))
+        return (precision is not None and size <= precision) or _tolerated(pred, ref, tol)
+    try:  # strict: raises when the difference cannot be told from 0 even at MAX_CANCELLATION_DIGITS digits
+        size = sympy.Abs(difference.evalf(DIGITS, strict=True, maxn=MAX_CANCELLATION_DIGITS)).evalf(DIGITS)
+    except PrecisionExhausted:
+        return True
+    except Exception:  # sympy raises many types on exotic input; an answer that cannot be evaluated is not equal
+        return False
+    if not size.is_Number:
+        return False
+    if precision is not None and size <= sympy.Rational(precision.numerator, precision.denominator):
+        return True
+    return _tolerated(pred, ref, tol)
+
+
+def _tolerated(pred: sympy.Expr, ref: sympy.Expr, tol: Tolerance) -> bool:
+    if not (tol.rel_tol or tol.abs_tol):
+        return False
+    try:
+        a, b = complex(pred.evalf(DIGITS)), complex(ref.evalf(DIGITS))
+    except (TypeError, ValueError):
+        return False
+    return abs(a - b) <= max(tol.rel_tol * max(abs(a), abs(b)), tol.abs_tol)
+
+
+def _functions_equal(pred: sympy.Expr, ref: sympy.Expr) -> bool:
+    symbols = pred.free_symbols | ref.free_symbols
+    real = {s: sympy.Symbol(s.name, real=True) for s in symbols if isinstance(s, sympy.Symbol)}
+    pred, ref = rebuilt(pred.xreplace(real)), rebuilt(ref.xreplace(real))  # sympy simplifies sqrt(x^2) to |x| here
+    if pred == ref or pred - ref == 0:
+        return True
+    verdict = _agree_at_points(pred, ref)
+    if verdict is not None:
+        return verdict
+    try:
+        return sympy.simplify(pred - ref) == 0
+    except Exception:
+        return False
+
+
+def _agree_at_points(pred: sympy.Expr, ref: sympy.Expr) -> bool | None:
+    """False at the first point where the sides differ (in value, or one defined and the other not); True when they
+    agree at `AGREEING_POINTS` points or more; None when they cannot be evaluated."""
+    agreeing = 0
+    try:
+        for a, b, scale in sample_values(pred, ref):
+            if a is None and b is None:
+                continue
+            if a is None or b is None or not values_agree(a, b, scale):
+                return False
+            agreeing += 1
+    except Unevaluable:
+        return None
+    return True if agreeing >= AGREEING_POINTS else None
+
+
+def _undefined(expr: sympy.Expr) -> bool:
+    return expr.has(sympy.zoo, sympy.nan)
+
+
+def _matrices_equal(a: object, b: object, tol: Tolerance) -> bool:
+    if not (isinstance(a, MatrixBase) and isinstance(b, MatrixBase)) or a.shape != b.shape:
+        return False
+    return all(expressions_equal(x, y, tol) for x, y in zip(a, b))
+
+
+def rebuilt(expr: sympy.Basic) -> sympy.Basic:
+    """`expr` with every node built again, evaluated: the parser leaves some products unevaluated, in the order written,
+    so `F_{n-k-1} F_k` and `F_k F_{n-k-1}` differ structurally until rebuilt. Nothing is computed beyond canonical
+    ordering and the evaluation sympy does on construction."""
+    if not expr.args or not isinstance(expr, sympy.Expr):
+        return expr
+    return expr.func(*(rebuilt(arg) for arg in expr.args))
+
+
+def constant_ratio(a: sympy.Expr, b: sympy.Expr) -> float | None:
+    """The constant c with a = c * b: the same ratio at every sampled point (simplification only when sampling fails)."""
+    ratios = []
+    try:
+        for va, vb, _ in sample_values(a, b):
+            if not (isinstance(va, mpmath.mpf) and isinstance(vb, mpmath.mpf)) or vb == 0:
+                continue
+            ratios.append(va / vb)
+    except Unevaluable:
+        ratios = []
+    if len(ratios) >= AGREEING_POINTS - 1:
+        return float(ratios[0]) if all(values_agree(r, ratios[0]) for r in ratios) else None
+    try:
+        ratio = sympy.simplify(a / b)
+    except Exception:
+        return None
+    return float(ratio) if not ratio.free_symbols and ratio.is_finite and ratio.is_real else None

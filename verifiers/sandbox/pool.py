@@ -1,0 +1,235 @@
+"""Warm sandboxes for untrusted candidate code, and the pool that keeps them started ahead.
+
+What isolation a sandbox gets is decided in sandbox/isolation.py ("bwrap" namespaces, or "rlimits" only when asked
+for by name); which uid it runs as, when the verifier runs as root, in sandbox/uids.py (one per candidate, unique
+across the machine). Inside, the harness sets rlimits before the candidate runs: CPU seconds, address space, file
+size, open files, no core dumps, and RLIMIT_NPROC where it holds for the sandbox alone.
+
+Under bubblewrap as root, the pool forks each candidate from a warm interpreter in one long-lived sandbox, with fresh
+namespaces, tmp and uid of its own (sandbox/fork.py); otherwise each candidate gets a sandbox process of its own
+(`Sandbox`, below). What the pool hands out behaves the same either way (sandbox/process.py).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+
+from ..code.standalone import SCRIPT_FLAGS, STANDALONE_DIR
+from .fork import ForkServer, forks_candidates
+from .isolation import (
+    INSIDE_DIR,
+    ISOLATION_CHOICES,
+    Isolation,
+    bwrap_command,
+    candidate_site_packages,
+    detect_isolation,
+    sandbox_env,
+    sandbox_python,
+)
+from .process import START_TIMEOUT_S, Limits, SandboxError, SandboxProcess
+from .uids import FIRST_SANDBOX_UID, SANDBOX_UID_COUNT, UIDS
+
+logger = logging.getLogger("trl_grpo_ext.verifiers")
+
+
+class Sandbox(SandboxProcess):
+    """A harness process of its own (bubblewrap, or the rlimits level), started for one candidate.
+
+    Besides the pipes of `SandboxProcess`, `stderr_r` is read only when the sandbox fails to start.
+    """
+
+    def __init__(self, isolation: Isolation, limits: Limits):
+        super().__init__(limits)
+        self.isolation = isolation
+        self.uid = UIDS.acquire() if isolation.dedicated_uid else None
+        self.workdir = None
+        self.stderr_r = -1
+        try:
+            request_r, self.request_w = os.pipe()
+            self.reply_r, reply_w = os.pipe()
+            self.stdout_r, stdout_w = os.pipe()
+            self.stderr_r, stderr_w = os.pipe()  # what bwrap or Python say if they cannot start; silenced after
+        except OSError as exc:
+            self.finish()
+            raise SandboxError(f"no pipes for a sandbox: {exc}") from exc
+        try:
+            cmd, env, cwd = self._command()
+            harness_limits = {
+                "rlimits": limits.rlimits(isolation.process_limit is not None), "uid": self.uid, "workdir": cwd,
+                "path": candidate_site_packages(isolation.level, isolation.site_packages),
+            }  # fmt: skip
+            cmd += [str(request_r), str(reply_w), json.dumps(harness_limits)]
+            self.proc = subprocess.Popen(
+                cmd, stdin=subprocess.DEVNULL, stdout=stdout_w, stderr=stderr_w, pass_fds=(request_r, reply_w),
+                env=env, cwd=None if isolation.level == "bwrap" else cwd, start_new_session=True,
+            )  # fmt: skip
+        except BaseException as exc:
+            self.proc = None
+            self.finish()
+            if isinstance(exc, OSError):
+                raise SandboxError(f"cannot start a sandbox: {exc}") from exc
+            raise
+        finally:
+            self._close_fds(request_r, reply_w, stdout_w, stderr_w)
+
+    def _start_failure(self) -> str:
+        said = self._stderr().strip()
+        return f"exit status {self._status()}" + (f": {said[-300:]}" if said else "")
+
+    def _status(self) -> int | None:
+        try:
+            return self.proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def _stderr(self) -> str:
+        if self.stderr_r < 0 or not select.select([self.stderr_r], [], [], 0.05)[0]:
+            return ""
+        try:
+            return os.read(self.stderr_r, 1 << 14).decode(errors="replace")
+        except OSError:
+            return ""
+
+    def _command(self) -> tuple[list[str], dict, str]:
+        python = self.isolation.python
+        if self.isolation.level == "bwrap":
+            return (
+                [
+                    *bwrap_command(python, self.limits.tmp_mb, self.isolation.site_packages),
+                    *[python, *SCRIPT_FLAGS, "-S", f"{INSIDE_DIR}/harness.py"],
+                ],
+                {},
+                "/tmp",
+            )
+        self.workdir = tempfile.mkdtemp(prefix="trl_grpo_ext_code_")
+        if self.uid is not None:
+            os.chown(self.workdir, self.uid, self.uid)
+        os.chmod(self.workdir, 0o700)
+        command = [python, *SCRIPT_FLAGS, "-S", str(STANDALONE_DIR / "harness.py")]
+        return command, sandbox_env(self.workdir), self.workdir
+
+    def wait(self, deadline: float) -> int | None:
+        try:
+            return self.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            return None
+
+    def ended(self) -> bool:
+        return self.proc.poll() is not None
+
+    def finish(self, grace_s: float = 0.0) -> None:
+        """Kill the sandbox and every process it started; remove its files. Safe to call more than once."""
+        self._close_fds(self.request_w, self.reply_r, self.stdout_r, self.stderr_r)
+        self.request_w = self.reply_r = self.stdout_r = self.stderr_r = -1
+        if getattr(self, "proc", None) is not None:
+            exited = grace_s > 0 and self.wait(time.monotonic() + grace_s) is not None
+            if not exited and self.proc.poll() is None:
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                self.proc.wait()
+        else:
+            exited = False
+        # A PID namespace dies with its first process; without one (or when killed) find stragglers by uid.
+        if self.uid is not None and (not exited or self.isolation.level != "bwrap") and not UIDS.kill(self.uid):
+            logger.error("code verifier: processes of sandbox uid %d survived SIGKILL; not reusing it", self.uid)
+            UIDS.discard(self.uid)
+            self.uid = None
+        if self.workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
+        if self.uid is not None:
+            UIDS.release(self.uid)
+            self.uid = None
+
+
+class SandboxPool:
+    """Keeps `size` sandboxes started ahead, so a verification does not wait for an interpreter to boot."""
+
+    def __init__(self, isolation: Isolation, limits: Limits, size: int):
+        self.isolation = isolation
+        self.limits = limits
+        self.size = size
+        self.idle: list[SandboxProcess] = []
+        self.lock = threading.Lock()
+        self.closed = False
+        self.server = ForkServer(isolation, limits) if forks_candidates(isolation) else None
+
+    def _new(self) -> SandboxProcess:
+        return self.server.spawn() if self.server is not None else Sandbox(self.isolation, self.limits)
+
+    def acquire(self) -> SandboxProcess:
+        """A started sandbox: a warm one, or else a fresh one; SandboxError if the fresh one does not start."""
+        with self.lock:
+            sandbox = self.idle.pop(0) if self.idle else None
+        fresh = sandbox is None
+        if fresh:
+            sandbox = self._new()
+        try:
+            self._refill()  # the next ones boot while this one is used
+        except BaseException:
+            sandbox.finish()
+            raise
+        try:
+            self._check_started(sandbox)  # finishes the sandbox if it failed
+        except SandboxError as exc:
+            if fresh:
+                raise
+            logger.warning("code verifier: %s; starting another", exc)
+            sandbox = self._new()
+            self._check_started(sandbox)
+        return sandbox
+
+    @staticmethod
+    def _check_started(sandbox: SandboxProcess) -> None:
+        sandbox.wait_started(time.monotonic() + START_TIMEOUT_S)
+        if sandbox.ended():
+            sandbox.finish()
+            raise SandboxError("a started sandbox ended before it was given a candidate")
+
+    def _refill(self) -> None:
+        while not self.closed:
+            with self.lock:
+                if len(self.idle) >= self.size:
+                    return
+            fresh = self._new()
+            with self.lock:
+                if not self.closed:
+                    self.idle.append(fresh)
+                    continue
+            fresh.finish()  # closed meanwhile
+
+    def close(self) -> None:
+        self.closed = True
+        with self.lock:
+            idle, self.idle = self.idle, []
+        for sandbox in idle:
+            sandbox.finish()
+        if self.server is not None:
+            self.server.close()
+
+
+__all__ = [
+    "FIRST_SANDBOX_UID",
+    "ISOLATION_CHOICES",
+    "SANDBOX_UID_COUNT",
+    "Isolation",
+    "Limits",
+    "START_TIMEOUT_S",
+    "Sandbox",
+    "SandboxError",
+    "SandboxProcess",
+    "SandboxPool",
+    "detect_isolation",
+    "sandbox_python",
+]

@@ -1,0 +1,130 @@
+"""What every sandboxed candidate process has, however it was started: its limits, its pipes, its start report.
+
+Two kinds exist: a process started per candidate (`sandbox/pool.py`, `Sandbox`: bubblewrap or the rlimits level), and a child
+forked per candidate by a fork server inside one long-lived bubblewrap sandbox (`sandbox/fork.py`). Both
+run code/standalone/harness.py, which talks over the same pipes; this module holds what the verifier does with those pipes.
+
+A sandbox proves it started: the harness's first message, before it waits for a candidate, is `{"started": true}`;
+one that never sends it is a failure of the verifier (`SandboxError`), never a verdict on the candidate.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import time
+from dataclasses import dataclass
+
+from ..code.standalone.protocol import LineReader, ProtocolError, write_message
+
+START_TIMEOUT_S = 60.0  # a sandbox that has not started by then (a machine under heavy load) is a failure
+
+
+class SandboxError(RuntimeError):
+    """A sandbox could not start or set itself up: the verifier failed, not the candidate."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one sandbox run may use. `wall_s` is enforced by the verifier, the rest by rlimits in the harness."""
+
+    wall_s: float = 10.0
+    cpu_s: int = 10
+    memory_mb: int = 1024
+    processes: int = 64
+    file_mb: int = 16
+    tmp_mb: int = 64
+    open_files: int = 256
+    output_bytes: int = 8 << 20
+
+    def rlimits(self, nproc: bool) -> dict:
+        mb = 1 << 20
+        limits = {
+            "RLIMIT_CPU": (self.cpu_s, self.cpu_s + 1),
+            "RLIMIT_AS": (self.memory_mb * mb, self.memory_mb * mb),
+            "RLIMIT_FSIZE": (self.file_mb * mb, self.file_mb * mb),
+            "RLIMIT_NOFILE": (self.open_files, self.open_files),
+            "RLIMIT_CORE": (0, 0),
+        }
+        if nproc:
+            limits["RLIMIT_NPROC"] = (self.processes, self.processes)
+        return limits
+
+
+class SandboxProcess:
+    """One started harness, waiting for its candidate. Used once, then `finish()` kills what is left.
+
+    Pipes: `request_w` (init message, then the judge's requests), `reply_r` (the harness's replies), `stdout_r` (the
+    candidate's stdout, read only in script mode). Subclasses say how the process ends: `wait`, `ended`, `finish`.
+    """
+
+    def __init__(self, limits: Limits):
+        self.limits = limits
+        self.started = False
+        self.request_w = self.reply_r = self.stdout_r = -1
+
+    def wait_started(self, deadline: float) -> None:
+        """Return once the harness has said it started; SandboxError (with what went wrong) otherwise."""
+        if self.started:
+            return
+        reader = LineReader(self.reply_r, 1 << 10)
+        try:
+            ready = select.select([self.reply_r], [], [], max(0.0, deadline - time.monotonic()))[0]
+            message = reader.read_message() if ready else None  # the harness writes nothing else before its init
+        except (OSError, ProtocolError) as exc:
+            message = {"error": str(exc)}
+        if reader.buffer or not isinstance(message, dict) or message.get("started") is not True:
+            why = "did not start in time" if not ready else f"ended before starting ({self._start_failure()})"
+            self.finish()
+            raise SandboxError(f"the sandbox {why}")
+        self.started = True
+
+    def _start_failure(self) -> str:
+        """What the sandbox said or how it ended, when it ended before its start report."""
+        raise NotImplementedError
+
+    def send(self, message: dict) -> None:
+        write_message(self.request_w, message)
+
+    def hand_over_pipes(self) -> None:
+        """The judge holds the request and reply pipes now: close this process's copies."""
+        self._close_fds(self.request_w, self.reply_r)
+        self.request_w = self.reply_r = -1
+
+    def read_stdout(self, deadline: float) -> tuple[bytes, str | None]:
+        """Everything the candidate prints until it closes stdout; the second item is "timeout", "output_limit"."""
+        chunks, size = [], 0
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return b"".join(chunks), "timeout"
+            if not select.select([self.stdout_r], [], [], remaining)[0]:
+                continue
+            chunk = os.read(self.stdout_r, 1 << 16)
+            if not chunk:
+                return b"".join(chunks), None
+            chunks.append(chunk)
+            size += len(chunk)
+            if size > self.limits.output_bytes:
+                return b"".join(chunks), "output_limit"
+
+    def wait(self, deadline: float) -> int | None:
+        """The candidate's exit status (negative: killed by that signal); None if it still runs at `deadline`."""
+        raise NotImplementedError
+
+    def ended(self) -> bool:
+        """Whether the harness has already ended (a started sandbox must not end before its candidate)."""
+        raise NotImplementedError
+
+    def finish(self, grace_s: float = 0.0) -> None:
+        """Kill the candidate and every process it started. Safe to call more than once."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _close_fds(*fds: int) -> None:
+        for fd in fds:
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
