@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import torch
+from launch import end_cleanly
 from trainer_helpers import digit_reward, make_config, prompt_dataset
 
 from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
@@ -47,10 +48,7 @@ def main(output_dir: str, model_dir: str, estimator: str) -> None:
     trainer.train()
     path = Path(output_dir) / f"rank{trainer.accelerator.process_index}.json"
     path.write_text(json.dumps(trainer.records))
-    accelerator = trainer.accelerator
-    del trainer  # the DDP-wrapped model goes before its process group: destroying the group first can hang
-    accelerator.free_memory()  # drops the accelerator's references and collects the trainer's cycles
-    accelerator.end_training()  # destroys the process group: a gloo group alive at exit can abort the process
+    end_cleanly(trainer)
 
 
 if __name__ == "__main__":
