@@ -1,5 +1,6 @@
 """Launched by tests under several processes: trains GRPOExtTrainer with dynamic sampling and writes, per process
-and step, every generation round as gathered from all processes and this process's slice of the batch trained on.
+and step, every generation round as gathered from all processes and this process's slice of the batch trained on,
+and the prompt stream's final state (retirements included).
 
 Usage: accelerate launch ... record_dynamic_sampling.py OUTPUT_DIR MODEL_DIR ESTIMATOR
 """
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import torch
 from launch import end_cleanly
-from sampling_helpers import half_tied_reward
+from sampling_helpers import solved_when_even_reward
 from trainer_helpers import make_config, prompt_dataset
 
 from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
@@ -48,10 +49,12 @@ def main(output_dir: str, model_dir: str, estimator: str) -> None:
         num_generations=4,
         beta=0.04,
         max_steps=3,
+        retire_solved_after=1,
     )
-    trainer = RecordingTrainer(model_dir, [half_tied_reward], args=config, train_dataset=prompt_dataset())
+    trainer = RecordingTrainer(model_dir, [solved_when_even_reward], args=config, train_dataset=prompt_dataset())
     trainer.train()
-    torch.save(trainer.steps, Path(output_dir) / f"rank{trainer.accelerator.process_index}.pt")
+    record = {"steps": trainer.steps, "stream": trainer._prompt_stream.state()}
+    torch.save(record, Path(output_dir) / f"rank{trainer.accelerator.process_index}.pt")
     end_cleanly(trainer)
 
 

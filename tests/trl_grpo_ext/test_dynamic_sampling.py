@@ -297,9 +297,12 @@ def test_resume_continues_as_the_uninterrupted_run(tiny_model_dir, tmp_path):
 @pytest.mark.parametrize("estimator", ["grpo", "batch_std"])
 def test_two_processes_train_on_the_batch_one_process_builds(tmp_path, tiny_model_dir, estimator):
     """Each process keeps its slice of the batch that one process builds from the same gathered rounds: the same
-    groups, in the same order, with the same advantages and loss items."""
+    groups, in the same order, with the same advantages and loss items; both retire the same prompts."""
     launch_two_processes("record_dynamic_sampling.py", str(tmp_path), tiny_model_dir, estimator, port=29518)
-    rank0, rank1 = (torch.load(tmp_path / f"rank{rank}.pt") for rank in (0, 1))
+    record0, record1 = (torch.load(tmp_path / f"rank{rank}.pt") for rank in (0, 1))
+    assert record0["stream"] == record1["stream"], "both processes retired the same prompts"
+    assert record0["stream"]["args"]["retired"], "solved prompts were retired"
+    rank0, rank1 = record0["steps"], record1["steps"]
     assert len(rank0) == len(rank1) == 3
     several_rounds = False
     for step0, step1 in zip(rank0, rank1):
