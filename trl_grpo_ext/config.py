@@ -20,6 +20,9 @@ from .kl import validate_kl_estimator
 from .registry import invalid_choice
 
 KL_PLACEMENTS = ("loss", "reward")
+# Caps a dynamic-sampling step at 8 stock generations: enough in expectation while at least 1 group in 8 carries
+# signal (the expected rounds are 1 / that fraction); DAPO's verl recipes use 10.
+DEFAULT_MAX_GENERATION_ROUNDS = 8
 ADVANTAGE_STD_CHOICES = ("unbiased", "biased")
 # Stock's `scale_rewards` options and the estimator that computes the same advantages.
 SCALE_REWARDS_ESTIMATORS = {"group": "grpo", "batch": "batch_std", "none": "dr_grpo"}
@@ -84,6 +87,15 @@ class GRPOExtConfig(GRPOConfig):
         overlap_rewards (`bool`, defaults to `True`): reward functions built by `as_reward_function` start verifying
             a batch right after generation, on a background thread, while the log-prob forwards run; their rewards
             are collected where stock computes rewards. Same rewards as `False`; other reward functions run as stock.
+
+    Which groups are trained on:
+        dynamic_sampling (`bool`, defaults to `False`): DAPO's dynamic sampling ("filter groups"): groups whose
+            advantages are all zero (task rewards all equal, compared exactly) are dropped and more prompts are
+            generated until the step's batch holds only groups that carry signal.
+        max_generation_rounds (`int`, defaults to `8`): at most this many generation rounds per batch with
+            `dynamic_sampling`; when reached, the batch is the informative groups found so far.
+        retire_solved_after (`int` or `None`): a prompt whose completions all scored 1.0 in each of its last N
+            appearances is not sampled again. `None`: never retire.
     """
 
     advantage_estimator: str = field(
@@ -128,6 +140,25 @@ class GRPOExtConfig(GRPOConfig):
         },
     )
 
+    dynamic_sampling: bool = field(
+        default=False,
+        metadata={
+            "help": "DAPO dynamic sampling: drop groups whose advantages are all zero and generate more prompts until "
+            "the batch is full of groups that carry signal."
+        },
+    )
+    max_generation_rounds: int = field(
+        default=DEFAULT_MAX_GENERATION_ROUNDS,
+        metadata={"help": "With dynamic_sampling, the most generation rounds per batch (each one stock generation)."},
+    )
+    retire_solved_after: int | None = field(
+        default=None,
+        metadata={
+            "help": "Stop sampling a prompt whose completions all scored 1.0 in each of its last N appearances. "
+            "None: never."
+        },
+    )
+
     def __post_init__(self):
         if not self.use_cpu and not accelerator_available():
             # Without this, `accelerate launch --multi_gpu` on a CPU-only machine starts processes that never join a
@@ -139,6 +170,7 @@ class GRPOExtConfig(GRPOConfig):
         self._map_scale_rewards()
         self._validate_advantage_settings()
         self._validate_kl_settings()
+        self._validate_sampling_settings()
 
     @property
     def uses_stock_kl(self) -> bool:
@@ -227,6 +259,23 @@ class GRPOExtConfig(GRPOConfig):
                 "reverse-KL gradient. Set use_bias_correction_kl=False to keep k2's gradient.",
                 UserWarning,
                 stacklevel=3,
+            )
+
+    def _validate_sampling_settings(self) -> None:
+        if self.max_generation_rounds < 1:
+            raise ValueError(f"max_generation_rounds={self.max_generation_rounds} must be at least 1.")
+        if not self.dynamic_sampling and self.max_generation_rounds != DEFAULT_MAX_GENERATION_ROUNDS:
+            raise ValueError(
+                f"max_generation_rounds={self.max_generation_rounds} has no effect without dynamic_sampling=True: "
+                "set dynamic_sampling=True or leave max_generation_rounds at its default."
+            )
+        if self.retire_solved_after is not None and self.retire_solved_after < 1:
+            raise ValueError(f"retire_solved_after={self.retire_solved_after} must be at least 1, or None (off).")
+        sampling = self.dynamic_sampling or self.retire_solved_after is not None
+        if sampling and self.multi_objective_aggregation == "normalize_then_sum":
+            raise ValueError(
+                "dynamic_sampling and retire_solved_after need multi_objective_aggregation='sum_then_normalize': "
+                "'normalize_then_sum' computes its advantages inside TRL, batch by batch."
             )
 
     def _validate_kl_in_reward(self) -> None:

@@ -13,6 +13,9 @@ collects them, so verification runs while the log-prob forwards do (`reward_over
 
 With an adaptive coefficient (`kl_target`), `AdaptiveKLState` carries beta into each checkpoint's trainer state and
 `_load_callback_state` restores it on resume.
+
+With `dynamic_sampling` or `retire_solved_after`, training batches come from generation rounds of prompts drawn from
+a `PromptStream` (`prompt_rounds.py`); evaluation is never filtered.
 """
 
 from __future__ import annotations
@@ -28,12 +31,13 @@ from accelerate.utils import is_peft_model
 from torch import nn
 from transformers import TrainerCallback
 from transformers.trainer_callback import ExportableState
-from trl import GRPOTrainer
 from trl.models.utils import disable_gradient_checkpointing
 
 from .advantages import advantage_metrics, compute_advantages
 from .config import GRPOExtConfig
+from .dynamic_sampling import combined_rewards
 from .kl import kl_divergence
+from .prompt_rounds import PromptStreamRounds
 from .reward_overlap import RewardOverlap, can_overlap
 
 logger = logging.getLogger(__name__)
@@ -82,7 +86,7 @@ class AdaptiveKLState(TrainerCallback, ExportableState):
         return {"args": {"beta": self.beta}, "attributes": {}}
 
 
-class GRPOExtTrainer(GRPOTrainer):
+class GRPOExtTrainer(PromptStreamRounds):
     """Drop-in `GRPOTrainer` whose advantage and KL estimators are chosen in `GRPOExtConfig`."""
 
     _tag_names = ["trl", "grpo", "trl-grpo-ext"]
@@ -109,6 +113,9 @@ class GRPOExtTrainer(GRPOTrainer):
         self._kl_window = torch.zeros(2, device=self.accelerator.device)  # (sum of sequence KLs, sequences)
         if args.kl_target is not None:
             self.add_callback(AdaptiveKLState(self.beta))
+        self._prompt_stream = self._build_prompt_stream(args)
+        if self._prompt_stream is not None:
+            self.add_callback(self._prompt_stream)
 
     def _load_callback_state(self) -> None:
         """On resume, continue from the checkpoint's adaptive beta rather than the initial one.
@@ -117,6 +124,7 @@ class GRPOExtTrainer(GRPOTrainer):
         beta is training state like the optimizer's.
         """
         super()._load_callback_state()
+        self._load_prompt_stream_state()
         if self.args.kl_target is None:
             return
         saved = self.state.stateful_callbacks.get(AdaptiveKLState.__name__)
@@ -170,6 +178,8 @@ class GRPOExtTrainer(GRPOTrainer):
         return rewards_per_func
 
     def _generate_and_score_completions(self, inputs):
+        if self._prompt_stream is not None and self.model.training:  # dynamic sampling, retirement: own prompts
+            return self._generate_from_prompt_stream()
         with self._overlapping_rewards(inputs):
             output = super()._generate_and_score_completions(inputs)
         mode = "train" if self.model.training else "eval"
@@ -178,19 +188,32 @@ class GRPOExtTrainer(GRPOTrainer):
             self._log_advantage_metrics(self.accelerator.gather(output["advantages"]), group_size, mode)
             return output
 
-        rewards_per_func = self._gathered_rewards_per_func
-        rewards = (rewards_per_func * self.reward_weights.to(rewards_per_func.device).unsqueeze(0)).nansum(dim=1)
-        rewards[torch.isnan(rewards_per_func).all(dim=1)] = torch.nan  # unscorable rows, as stock
-        if self.args.kl_placement == "reward" and self.beta != 0.0:
-            penalty = self.beta * self.accelerator.gather(self._rollout_sequence_kl(output, mode))
-            rewards = rewards - penalty
-            self._metrics[mode]["kl_penalty"].append(penalty.mean().item())
-            self._metrics[mode]["reward_with_kl_penalty"].append(torch.nanmean(rewards).item())
-
+        rewards, penalty = self._task_rewards_and_penalty(output, mode)
         lengths = None
         if self.args.advantage_estimator == "opo":
             lengths = self.accelerator.gather(output["completion_mask"].sum(dim=1))
-        advantages = compute_advantages(
+        advantages = self._advantages(rewards if penalty is None else rewards - penalty, group_size, lengths)
+        num_local = output["prompt_ids"].size(0)
+        start = self.accelerator.process_index * num_local
+        output["advantages"] = advantages[start : start + num_local]
+
+        # The completions table holds stock's advantages for this batch: replace them with the ones trained on.
+        self._replace_table_advantages(advantages.tolist())
+        self._log_advantage_metrics(advantages, group_size, mode)
+        return output
+
+    def _task_rewards_and_penalty(self, output: dict, mode: str) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The task rewards of the whole gathered batch (N,), and with the KL in the reward, the gathered KL penalty."""
+        rewards = combined_rewards(self._gathered_rewards_per_func, self.reward_weights)
+        if self.args.kl_placement != "reward" or self.beta == 0.0:
+            return rewards, None
+        penalty = self.beta * self.accelerator.gather(self._rollout_sequence_kl(output, mode))
+        self._metrics[mode]["kl_penalty"].append(penalty.mean().item())
+        self._metrics[mode]["reward_with_kl_penalty"].append(torch.nanmean(rewards - penalty).item())
+        return rewards, penalty
+
+    def _advantages(self, rewards: torch.Tensor, group_size: int, lengths: torch.Tensor | None) -> torch.Tensor:
+        return compute_advantages(
             rewards,
             group_size=group_size,
             estimator=self.args.advantage_estimator,
@@ -199,16 +222,11 @@ class GRPOExtTrainer(GRPOTrainer):
             unbiased_std=self.args.advantage_std == "unbiased",
             k=self.args.pass_at_k,
         )
-        num_local = output["prompt_ids"].size(0)
-        start = self.accelerator.process_index * num_local
-        output["advantages"] = advantages[start : start + num_local]
 
-        # The completions table holds stock's advantages for this batch: replace them with the ones trained on.
+    def _replace_table_advantages(self, advantages: list[float]) -> None:
         for _ in range(min(len(advantages), len(self._logs["advantages"]))):
             self._logs["advantages"].pop()
-        self._logs["advantages"].extend(advantages.tolist())
-        self._log_advantage_metrics(advantages, group_size, mode)
-        return output
+        self._logs["advantages"].extend(advantages)
 
     def _log_advantage_metrics(self, advantages: torch.Tensor, group_size: int, mode: str) -> None:
         for name, value in advantage_metrics(advantages, group_size).items():

@@ -233,7 +233,7 @@ def test_results_json_has_the_documented_shape_and_values(tmp_path):
     three_seeds(tmp_path)
     replot(tmp_path)
     payload = json.loads((tmp_path / "results.json").read_text())
-    assert set(payload) == {"variants", "runs"}
+    assert set(payload) == {"variants", "runs", "completion_budget"} and payload["completion_budget"] == 320
     assert list(payload["variants"]) == ["stock", "same", "k2"]
     for metrics in payload["variants"].values():
         assert {"final_reward", "kl", "entropy", "step_time_s"} <= set(metrics)
@@ -270,6 +270,47 @@ def test_one_seed_gives_values_without_intervals(tmp_path):
     assert "| k2 vs stock | +0.1000 | +0.1000 | n/a |" in table  # a difference, with no interval
     assert json.loads((tmp_path / "results.json").read_text())["variants"]["k2"]["final_reward"]["ci95"] is None
     assert (tmp_path / "reward.png").exists() and not (tmp_path / "kl.png").exists()
+
+
+def test_against_completions_the_reward_is_read_at_the_budget_every_run_reached(tmp_path):
+    """A variant generating twice the completions per step (as dynamic sampling may) is compared with stock at the
+    completions stock generated in all, not at its own last step."""
+    doubled = [dict(row, rollouts=row["rollouts"] * 2) for row in rows([0.1 * i for i in range(10)])]
+    write_results(
+        tmp_path,
+        {
+            **{("stock", s): ("stock", {}, rows([0.05 * i for i in range(10)])) for s in range(2)},
+            **{("ds", s): ("ext", {"dynamic_sampling": True}, doubled) for s in range(2)},
+        },
+    )
+    table = replot(tmp_path, x_axis="completions")
+    payload = json.loads((tmp_path / "results.json").read_text())
+    assert payload["completion_budget"] == 320  # stock: 10 steps of 32
+    ds = payload["variants"]["ds"]
+    assert ds["completions"]["mean"] == 640
+    assert ds["reward_at_budget"]["mean"] == pytest.approx(0.4)  # step 5, the last within 320 completions
+    assert payload["variants"]["stock"]["reward_at_budget"]["mean"] == pytest.approx(0.45)
+    assert set(ds) == {"final_reward", "completions", "reward_at_budget"}
+    assert "reward at the common budget" in table and "within 320 completions generated" in table
+    assert (tmp_path / "rollouts.png").exists() and not (tmp_path / "reward.png").exists()
+
+
+def test_against_steps_the_report_is_unchanged(tmp_path):
+    three_seeds(tmp_path)
+    table = replot(tmp_path, x_axis="steps")
+    assert "completions generated" not in table and "common budget" not in table
+    assert (tmp_path / "reward.png").exists() and not (tmp_path / "rollouts.png").exists()
+    with pytest.raises(ValueError, match="x_axis='tokens' is not valid. Valid choices: steps, completions, both"):
+        replot(tmp_path, x_axis="tokens")
+
+
+def test_completions_generated_follow_trl_generation_schedule():
+    from trl_grpo_ext.compare.worker import completions_generated
+
+    # (completions per generation, micro-steps per generation)
+    assert [completions_generated(s, 1, (32, 1)) for s in (1, 2, 3)] == [32, 64, 96]
+    assert [completions_generated(s, 2, (64, 4)) for s in (1, 2, 3)] == [64, 64, 128]  # num_iterations=2
+    assert [completions_generated(s, 4, (64, 2)) for s in (1, 2)] == [128, 256]  # two generations per step
 
 
 def test_coinciding_curves_are_named():

@@ -160,3 +160,41 @@ def test_a_name_far_from_every_choice_gets_no_suggestion(tmp_path):
     with pytest.raises(ValueError) as error:
         config(tmp_path, advantage_estimator="zzzzzz")
     assert "Did you mean" not in str(error.value) and "Valid choices: grpo" in str(error.value)
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"dynamic_sampling": True, "max_generation_rounds": 0}, "max_generation_rounds=0 must be at least 1"),
+        ({"max_generation_rounds": 3}, "max_generation_rounds=3 has no effect without dynamic_sampling=True"),
+        ({"retire_solved_after": 0}, "retire_solved_after=0 must be at least 1, or None"),
+        (
+            {"dynamic_sampling": True, "multi_objective_aggregation": "normalize_then_sum"},
+            "need multi_objective_aggregation='sum_then_normalize'",
+        ),
+    ],
+)
+def test_sampling_settings_are_checked(tmp_path, settings, message):
+    with pytest.raises(ValueError, match=message):
+        config(tmp_path, **settings)
+
+
+def test_sampling_settings_default_off(tmp_path):
+    settings = config(tmp_path)
+    assert not settings.dynamic_sampling and settings.retire_solved_after is None
+    assert settings.max_generation_rounds == 8
+
+
+def test_sampling_needs_a_map_style_dataset(tmp_path, tiny_model_dir):
+    from datasets import IterableDataset
+
+    from trl_grpo_ext import GRPOExtTrainer
+
+    stream = IterableDataset.from_generator(lambda: iter([{"prompt": "What is 1 + 1?"}] * 8))
+    with pytest.raises(ValueError, match="map-style datasets.Dataset"):
+        GRPOExtTrainer(
+            model=tiny_model_dir,
+            reward_funcs=[lambda completions, **kw: [0.0] * len(completions)],
+            args=config(tmp_path, dynamic_sampling=True, max_steps=1, per_device_train_batch_size=8),
+            train_dataset=stream,
+        )

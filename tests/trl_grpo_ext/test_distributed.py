@@ -4,33 +4,16 @@ does, so the concatenated slices equal what one process computes from the same r
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import torch
+from launch import launch_two_processes as launch
 
 from trl_grpo_ext.advantages import compute_advantages
 
-SUPPORT = Path(__file__).parents[1] / "support"
-
 
 def launch_two_processes(tmp_path, model_dir, estimator):
-    # --cpu would silently start one process; --multi_gpu with no GPU starts two on gloo.
-    command = [
-        sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-        "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port", "29517",
-        str(SUPPORT / "record_advantages.py"), str(tmp_path), model_dir, estimator,
-    ]  # fmt: skip
-    env = {
-        **os.environ,
-        "PYTHONPATH": f"{SUPPORT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-        "OMP_NUM_THREADS": "1",
-    }
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
-    assert result.returncode == 0, result.stderr[-4000:]
+    launch("record_advantages.py", str(tmp_path), model_dir, estimator)
     return [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in (0, 1)]
 
 

@@ -6,6 +6,7 @@ trl-grpo-ext compare --config my_task.yaml --seeds 3 --variant reward_kl:kl_esti
 accelerate launch --num_processes 2 -m trl_grpo_ext.cli compare --config my_task.yaml   # each run on 2 processes
 trl-grpo-ext compare --group_sizes 2 4 8 16                    # reward against rollouts spent, per G
 trl-grpo-ext compare --replot outputs/compare                  # redraw results.md/.json and plots from the files
+trl-grpo-ext compare --variant ds:dynamic_sampling=true --x_axis completions   # against completions generated
 
 Run again with the same --output_dir to resume: finished runs (variant, seed) are not trained again.
 """
@@ -77,6 +78,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--replot", metavar="DIR", help="Only rebuild results.md, results.json and the plots from DIR (default: off)."
     )
+    parser.add_argument(
+        "--x_axis",
+        choices=("steps", "completions", "both"),
+        default="both",
+        help="Report and plot against optimizer steps, against completions generated (num_completions_generated: "
+        "sample efficiency when variants generate different amounts per step, as dynamic sampling does), or both "
+        "(default).",
+    )
 
 
 # Settings compare sets for every run, and how to choose them instead.
@@ -146,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
     output_dir = Path(args.output_dir)
     try:
         if args.replot:
-            print(replot(args.replot), end="")
+            print(replot(args.replot, args.x_axis), end="")
             return 0
         task, runs = plan(args)
         validate_task(task)
@@ -160,6 +169,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"trl-grpo-ext compare: {error}\nRun the same command again to resume.", file=sys.stderr)
         return 1
     if process_rank()[0] == 0:
-        print(replot(output_dir), end="")
+        print(replot(output_dir, args.x_axis), end="")
         print(f"Results: {output_dir / 'results.md'}, results.json, plots and one JSONL per run in {output_dir}/")
     return 0

@@ -47,8 +47,9 @@ def coinciding(curves: dict[str, tuple[list, list]]) -> dict[str, str]:
     return same
 
 
-def plot_curves(runs, output_dir: Path) -> list[Path]:
-    """reward.png and kl.png against steps (kl.png only when a run logged KL), rollouts.png against completions."""
+def plot_curves(runs, output_dir: Path, x_axis: str = "both") -> list[Path]:
+    """reward.png and kl.png against steps (kl.png only when a run logged KL), rollouts.png against completions
+    generated; `x_axis` ("steps", "completions" or "both") says which."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -57,7 +58,8 @@ def plot_curves(runs, output_dir: Path) -> list[Path]:
     names = list(dict.fromkeys(spec["name"] for spec, _ in runs))
     stock_like = {spec["name"] for spec, _ in runs if spec["trainer"] == STOCK}
     written = []
-    for metric, x_key, filename in PLOTS:
+    wanted = {"steps": ("step",), "completions": ("rollouts",), "both": ("step", "rollouts")}[x_axis]
+    for metric, x_key, filename in (plot for plot in PLOTS if plot[1] in wanted):
         curves = {name: seed_curves(runs, name, metric, x_key) for name in names}
         curves = {name: c for name, c in curves.items() if c[0]}
         if not curves:

@@ -25,6 +25,13 @@ METRICS = (
     ("tokens_per_s", "tokens/s", ".0f"),
     ("peak_memory_mb", "peak memory (MB)", ".0f"),
 )
+# Against generation cost (`--x_axis completions` or `both`): what each run generated, and its reward at the budget
+# every run reached (dynamic sampling, for one, generates more per step by design).
+COMPLETION_METRICS = (
+    ("completions", "completions generated", ".0f"),
+    ("reward_at_budget", "reward at the common budget", ".4f"),
+)
+X_AXES = ("steps", "completions", "both")
 # Summary metrics that measure the machine, not the training.
 MACHINE_METRICS = ("step_time_s", "tokens_per_s", "peak_memory_mb")
 # Logged values that measure the machine, not the training: two identical runs may differ in them.
@@ -36,10 +43,31 @@ def final_window(steps: int) -> int:
     return max(1, steps // 10)
 
 
-def summarize(rows: list[dict], window: int | None = None) -> dict[str, float | None]:
+def report_metrics(x_axis: str = "both") -> tuple:
+    """The metrics a report shows: per step (`steps`), per completion generated (`completions`), or `both`."""
+    if x_axis not in X_AXES:
+        raise ValueError(f"x_axis={x_axis!r} is not valid. Valid choices: {', '.join(X_AXES)}.")
+    return {"steps": METRICS, "completions": METRICS[:1] + COMPLETION_METRICS, "both": METRICS + COMPLETION_METRICS}[
+        x_axis
+    ]
+
+
+def common_budget(runs) -> int:
+    """The completions every run generated: the smallest total over the runs."""
+    return min(rows[-1]["rollouts"] for _, rows in runs)
+
+
+def reward_at_budget(rows: list[dict], budget: int, window: int) -> float | None:
+    """Mean reward of the last `window` steps that ended within `budget` completions generated."""
+    within = [r["reward"] for r in rows if r["rollouts"] <= budget][-window:]
+    return sum(within) / len(within) if within else None
+
+
+def summarize(rows: list[dict], window: int | None = None, budget: int | None = None) -> dict[str, float | None]:
     """One run's metrics. Final reward, KL, entropy: mean over the last `window` steps (`final_window`); best reward:
     the highest `window`-step moving average; step time: median seconds; tokens/s: tokens seen over the summed step
-    times; peak memory: the largest recorded, in MB."""
+    times; peak memory: the largest recorded, in MB; completions: generated in all; reward at the budget: the mean
+    reward of the last `window` steps within `budget` completions (when given)."""
     if not rows:
         return {}
     window = window or final_window(len(rows))
@@ -62,6 +90,8 @@ def summarize(rows: list[dict], window: int | None = None) -> dict[str, float | 
         "peak_memory_mb": max(r.get("peak_memory_mb", 0.0) for r in rows),
         "steps": rows[-1]["step"],
         "rollouts": rows[-1]["rollouts"],
+        "completions": rows[-1]["rollouts"],
+        "reward_at_budget": None if budget is None else reward_at_budget(rows, budget, window),
     }
 
 
@@ -103,27 +133,32 @@ def identical_to_baseline(runs, name: str) -> bool:
     return all(seed in theirs and same_training_logs(rows, theirs[seed]) for seed, rows in mine.items())
 
 
-def results(runs) -> dict:
+def results(runs, x_axis: str = "both") -> dict:
     """The `results.json` payload: per variant and metric the mean, 95% interval and seeds; every run's metrics."""
-    per_run = [{"variant": spec["name"], "seed": spec["seed"], "metrics": summarize(rows)} for spec, rows in runs]
+    budget = common_budget(runs)
+    per_run = [
+        {"variant": spec["name"], "seed": spec["seed"], "metrics": summarize(rows, budget=budget)}
+        for spec, rows in runs
+    ]
     variants = {}
     for name in variant_names(runs):
         metrics = [r["metrics"] for r in per_run if r["variant"] == name]
-        variants[name] = {key: mean_ci([m.get(key) for m in metrics]) for key, _, _ in METRICS}
-    return {"variants": variants, "runs": per_run}
+        variants[name] = {key: mean_ci([m.get(key) for m in metrics]) for key, _, _ in report_metrics(x_axis)}
+    return {"variants": variants, "runs": per_run, "completion_budget": budget}
 
 
-def paired_differences(runs, payload: dict) -> dict[str, dict[str, dict]]:
+def paired_differences(runs, payload: dict, x_axis: str = "both") -> dict[str, dict[str, dict]]:
     """variant -> metric -> `paired_difference` from its baseline, for every variant that is not a baseline."""
+    metrics = report_metrics(x_axis)
     baselines = {spec["name"]: spec.get("baseline", STOCK) for spec, _ in runs}
     by_seed: dict[str, dict[str, dict[int, float]]] = {}
     for run in payload["runs"]:
-        for key, _, _ in METRICS:
+        for key, _, _ in metrics:
             by_seed.setdefault(run["variant"], {}).setdefault(key, {})[run["seed"]] = run["metrics"].get(key)
     out = {}
     for name, baseline in baselines.items():
         if name != baseline and baseline in by_seed:
-            out[name] = {key: paired_difference(by_seed[name][key], by_seed[baseline][key]) for key, _, _ in METRICS}
+            out[name] = {key: paired_difference(by_seed[name][key], by_seed[baseline][key]) for key, _, _ in metrics}
     return out
 
 
@@ -156,20 +191,27 @@ def describe_task(manifest: dict, runs) -> list[str]:
     ]
 
 
-def markdown(manifest: dict, runs) -> str:
-    payload = results(runs)
-    diffs = paired_differences(runs, payload)
+def markdown(manifest: dict, runs, x_axis: str = "both") -> str:
+    payload = results(runs, x_axis)
+    diffs = paired_differences(runs, payload, x_axis)
+    metrics = report_metrics(x_axis)
     baselines = {spec["name"]: spec.get("baseline", STOCK) for spec, _ in runs}
     specs = {spec["name"]: spec for spec, _ in runs}
     lines = ["# Comparison with stock TRL", "", *describe_task(manifest, runs), ""]
-    header = ["variant", "trainer", "settings", "seeds", *(title for _, title, _ in METRICS), "differs from stock"]
+    if x_axis != "steps":
+        lines[-1:-1] = [
+            f'Reward at the common budget: mean reward of the last steps (as many as for "final") that ended within '
+            f"{payload['completion_budget']} completions generated, the total of the run that generated fewest.",
+        ]
+        lines.append("")
+    header = ["variant", "trainer", "settings", "seeds", *(title for _, title, _ in metrics), "differs from stock"]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     identical = []
     for name, stats in payload["variants"].items():
         spec = specs[name]
         settings = ", ".join(f"{k}={v}" for k, v in spec["overrides"].items()) or "defaults"
         cells = [name, spec["trainer"], settings, str(stats["final_reward"]["n"])]
-        cells += [fmt_interval(stats[key], f) for key, _, f in METRICS]
+        cells += [fmt_interval(stats[key], f) for key, _, f in metrics]
         if name not in diffs:
             cells.append("(baseline)")
         elif identical_to_baseline(runs, name):
@@ -177,7 +219,7 @@ def markdown(manifest: dict, runs) -> str:
             machine = {k: d for k, d in diffs[name].items() if k in MACHINE_METRICS and d["significant"]}
             cells.append("identical logs" + (f"; {significance_cell(machine)}" if machine else ""))
         else:
-            cells.append(significance_cell(diffs[name]))
+            cells.append(significance_cell(diffs[name], metrics))
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     for name in identical:
@@ -191,35 +233,36 @@ def markdown(manifest: dict, runs) -> str:
             "Variant minus stock on the same seed, mean over seeds [95% interval]; * marks an interval that excludes "
             "0 (a significant difference at the 5% level, each metric tested on its own)."
         )
-        lines += ["", "| variant | " + " | ".join(t for _, t, _ in METRICS) + " |", "|" + "---|" * (len(METRICS) + 1)]
-        for name, metrics in diffs.items():
+        lines += ["", "| variant | " + " | ".join(t for _, t, _ in metrics) + " |", "|" + "---|" * (len(metrics) + 1)]
+        for name, differences in diffs.items():
             cells = [
-                fmt_interval(metrics[key], f, signed=True) + (" *" if metrics[key]["significant"] else "")
-                for key, _, f in METRICS
+                fmt_interval(differences[key], f, signed=True) + (" *" if differences[key]["significant"] else "")
+                for key, _, f in metrics
             ]
             lines.append(f"| {name} vs {baselines[name]} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
-def significance_cell(metrics: dict[str, dict]) -> str:
+def significance_cell(metrics: dict[str, dict], shown: tuple = METRICS) -> str:
     """The metrics whose paired interval excludes 0, with the direction; why there is no verdict otherwise."""
-    titles = {key: title for key, title, _ in METRICS}
+    titles = {key: title for key, title, _ in shown}
     if all(d["significant"] is None for d in metrics.values()):
         return "n/a (needs 2+ seeds)"
     found = [f"{titles[k]} {'higher' if d['mean'] > 0 else 'lower'}" for k, d in metrics.items() if d["significant"]]
     return ", ".join(found) if found else "none significant"
 
 
-def replot(output_dir: str | os.PathLike) -> str:
-    """Write `results.md`, `results.json` and the plots from the files of a comparison; returns the Markdown."""
+def replot(output_dir: str | os.PathLike, x_axis: str = "both") -> str:
+    """Write `results.md`, `results.json` and the plots from the files of a comparison, against steps, completions
+    generated, or both (`x_axis`); returns the Markdown."""
     from trl_grpo_ext.compare.plots import plot_curves
 
     output_dir = Path(output_dir)
     manifest, runs = read_runs(output_dir)
     if not runs:
         raise ValueError(f"{output_dir} holds no finished run (no <variant>-seed<s>.jsonl listed in manifest.json).")
-    text = markdown(manifest, runs)
+    text = markdown(manifest, runs, x_axis)
     (output_dir / "results.md").write_text(text)
-    (output_dir / "results.json").write_text(json.dumps(results(runs), indent=2) + "\n")
-    plot_curves(runs, output_dir)
+    (output_dir / "results.json").write_text(json.dumps(results(runs, x_axis), indent=2) + "\n")
+    plot_curves(runs, output_dir, x_axis)
     return text
