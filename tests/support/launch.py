@@ -24,4 +24,3 @@ def launch_two_processes(script: str, *args: str, port: int = 29517) -> None:
     }
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-4000:]
-
