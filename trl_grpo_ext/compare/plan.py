@@ -50,6 +50,10 @@ class Task:
     system_prompt: str | None = None
     # Modules (dotted names, or .py files) imported before the rewards are built: they register custom verifiers.
     verifier_imports: list[str] = field(default_factory=list)
+    # Held-out evaluation: a split of `eval_dataset` (default: the training dataset). The built-in task holds out a
+    # fixed fifth of its problems ("held_out"); for a dataset, no eval_split means no held-out evaluation in compare.
+    eval_dataset: str | None = None
+    eval_split: str | None = None
 
     @property
     def builtin(self) -> bool:

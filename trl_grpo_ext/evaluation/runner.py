@@ -65,7 +65,7 @@ def evaluate_dataset(
             rows, mine, sampler, verifiers, num_samples, ks, greedy, prompt_column, progress=bar.update
         )
     results = gather_once(local, len(rows))
-    return results, summarize(results, ks, seed)
+    return results, {**summarize(results, ks, seed), "processes": world_size}
 
 
 def write_results(output_dir: Path, results: Sequence[PromptResult], summary: dict) -> None:
