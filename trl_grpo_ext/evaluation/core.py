@@ -93,21 +93,36 @@ def score_prompt(
     correct = [sample_is_correct(results, i) for i in range(n)]
     unscored = sum(any(r[i].score is None for r in results) for i in range(n))
     extracted = [r.extracted for r in results[0][:n]]
-    classes = group_answers(completions, extracted, verifiers[0].verifier)
-    correct_classes = {c for c, ok in zip(classes, correct) if c is not None and ok}
-    winner, credit = vote(classes, correct_classes)
+    figures = sample_figures(completions, extracted, correct, verifiers[0].verifier, ks)
     return PromptResult(
         index=index,
         n=n,
         correct=sum(correct),
         unscored=unscored,
-        pass_at={k: pass_at_k(n, sum(correct), k) for k in ks},
-        maj_at={k: maj_at_k(classes, correct_classes, k) for k in ks},
-        majority_answer=None if winner is None else extracted[classes.index(winner)],
-        majority_correct=credit,
+        **figures,
         greedy_correct=None if greedy_completion is None else sample_is_correct(results, n),
         answers=extracted,
     )
+
+
+def sample_figures(
+    completions: Sequence[str],
+    extracted: Sequence[str | None],
+    correct: Sequence[bool],
+    verifier: Any,
+    ks: Sequence[int],
+) -> dict[str, Any]:
+    """pass@k and maj@k of one prompt's samples, and its majority answer with the vote's credit."""
+    n = len(completions)
+    classes = group_answers(completions, extracted, verifier)
+    correct_classes = {c for c, ok in zip(classes, correct) if c is not None and ok}
+    winner, credit = vote(classes, correct_classes)
+    return {
+        "pass_at": {k: pass_at_k(n, sum(correct), k) for k in ks},
+        "maj_at": {k: maj_at_k(classes, correct_classes, k) for k in ks},
+        "majority_answer": None if winner is None else extracted[classes.index(winner)],
+        "majority_correct": credit,
+    }
 
 
 def evaluate_prompts(
@@ -150,3 +165,25 @@ def summarize(results: Sequence[PromptResult], ks: Sequence[int], seed: int = 0)
     summary["unscored_samples"] = sum(r.unscored for r in results)
     summary["interval"] = f"95% percentile bootstrap over prompts, seed {seed}"
     return summary
+
+
+def grouped_figures(
+    correct: Sequence[bool],
+    completions: Sequence[str],
+    extracted: Sequence[str | None],
+    group_size: int,
+    ks: Sequence[int],
+    verifier: Any,
+) -> dict[str, list[float]]:
+    """{"pass@k": [one value per group], ..., "maj@k": [...]} for samples laid out as consecutive groups of
+    `group_size` completions of one prompt (GRPOTrainer's layout)."""
+    if len(correct) % group_size:
+        raise ValueError(f"{len(correct)} samples do not split into groups of {group_size}.")
+    out: dict[str, list[float]] = {f"{kind}@{k}": [] for kind in ("pass", "maj") for k in ks}
+    for start in range(0, len(correct), group_size):
+        group = slice(start, start + group_size)
+        figures = sample_figures(completions[group], extracted[group], correct[group], verifier, ks)
+        for k in ks:
+            out[f"pass@{k}"].append(figures["pass_at"][k])
+            out[f"maj@{k}"].append(figures["maj_at"][k])
+    return out
