@@ -11,6 +11,7 @@ import json
 import sys
 from pathlib import Path
 
+from trl_grpo_ext.compare.held_out import evaluate_held_out
 from trl_grpo_ext.compare.plan import STOCK, RunSpec, Task, import_verifier_modules, run_config_kwargs
 
 
@@ -27,8 +28,8 @@ def load_task_dataset(task: Task, seed: int):
     a folder of data files or a Hub name (`load_dataset`)."""
     from trl_grpo_ext.datasets import arithmetic_dataset
 
-    if task.dataset_name is None:
-        return arithmetic_dataset(seed=seed)
+    if task.dataset_name is None:  # the built-in task never trains on its held-out problems
+        return arithmetic_dataset(seed=seed, split="train")
     return as_prompt_dataset(load_raw_dataset(task, task.dataset_train_split), task)
 
 
@@ -94,6 +95,7 @@ def train_one(run: RunSpec, task: Task, model: str, output_dir: Path, threads: i
     trainer.remove_callback(PrinterCallback)  # the JSONL file has every log
     try:
         trainer.train()
+        evaluate_held_out(trainer, task, run, rewards, output_dir / f"{run.run_id}.eval.json")
     finally:
         recorder.close()
         for reward in rewards:
