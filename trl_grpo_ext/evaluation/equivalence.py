@@ -20,28 +20,28 @@ def is_full_marks(score: float | None) -> bool:
 
 
 def group_answers(completions: Sequence[str], extracted: Sequence[str | None], verifier: Any) -> list[int | None]:
-    """Each sample's answer class (0, 1, ... in order of first appearance), None for a sample with no answer."""
-    representatives: list[str] = []
-    by_text: dict[str, int] = {}
-    classes: list[int | None] = []
-    for completion, answer in zip(completions, extracted):
-        if answer is None or not answer.strip():
-            classes.append(None)
-            continue
-        if answer not in by_text:
-            by_text[answer] = _matching_class(completion, representatives, verifier)
-            if by_text[answer] == len(representatives):
-                representatives.append(answer)
-        classes.append(by_text[answer])
-    return classes
+    """Each sample's answer class (0, 1, ... in order of first appearance), None for a sample with no answer.
 
-
-def _matching_class(completion: str, representatives: list[str], verifier: Any) -> int:
-    """Index of the first representative the verifier accepts as this completion's reference; a new index if none."""
-    if not representatives:
-        return 0
-    results = verifier.verify_batch([completion] * len(representatives), representatives)
-    for index, result in enumerate(results):
-        if is_full_marks(result.score):
-            return index
-    return len(representatives)
+    Every distinct answer is checked against each distinct answer seen before it in one `verify_batch` call (the
+    verifier's workers run the pairs in parallel); then, in order, an answer joins the class of the first earlier
+    answer that accepts it, unless that answer itself joined a class (it is then no representative).
+    """
+    first_sample: dict[str, int] = {}
+    for i, answer in enumerate(extracted):
+        if answer is not None and answer.strip() and answer not in first_sample:
+            first_sample[answer] = i
+    distinct = list(first_sample)
+    pairs = [(a, r) for a in range(len(distinct)) for r in range(a)]
+    completions_asked = [completions[first_sample[distinct[a]]] for a, _ in pairs]
+    verdicts = verifier.verify_batch(completions_asked, [distinct[r] for _, r in pairs]) if pairs else []
+    accepted = {pair for pair, result in zip(pairs, verdicts) if is_full_marks(result.score)}
+    class_of: list[int] = []  # per distinct answer
+    representatives: list[int] = []  # distinct-answer index of each class's first answer
+    for a in range(len(distinct)):
+        match = next((c for c, r in enumerate(representatives) if (a, r) in accepted), None)
+        if match is None:
+            match = len(representatives)
+            representatives.append(a)
+        class_of.append(match)
+    index = {answer: class_of[i] for i, answer in enumerate(distinct)}
+    return [index.get(answer) if answer is not None else None for answer in extracted]
