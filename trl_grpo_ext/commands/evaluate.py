@@ -93,6 +93,12 @@ def load_task(args: argparse.Namespace):
         raise ValueError(
             "the built-in task has no trained model: pass --model, e.g. outputs/demo/model (saved by examples/demo.py)."
         )
+    if common.get("use_vllm"):
+        print(
+            "trl-grpo-ext evaluate: use_vllm is set in the file, but this command samples with transformers "
+            "`generate` (same settings, same verdicts; slower on long completions).",
+            file=sys.stderr,
+        )
     if args.temperature is not None:
         common["temperature"] = args.temperature
     if args.max_completion_length is not None:
