@@ -193,3 +193,16 @@ def test_prefilter_keeps_exactly_the_rows_in_range():
     assert pass_rate_rows(results, 0.3, 0.7) == [2]
     with pytest.raises(ValueError, match="need 0 <= LO <= HI <= 1"):
         pass_rate_rows(results, 0.8, 0.2)
+
+
+class Broken(Verifier):
+    def verify_batch(self, completions, references):
+        raise RuntimeError("worker pool died")
+
+
+def test_a_verifier_that_raises_gives_unscored_samples_not_a_crash():
+    rows = [{"prompt": "q0", "answer": "0"}]
+    results = evaluate_prompts(
+        rows, [0], stub_sampler([2], 3, ["0"]), [EvalVerifier("broken", Broken(), "answer")], 3, [1]
+    )
+    assert (results[0].correct, results[0].unscored, results[0].pass_at[1]) == (0, 3, 0.0)

@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from trl_grpo_ext.verifiers import VerificationResult
+
 from .equivalence import group_answers, is_full_marks
 from .estimators import check_k, maj_at_k, pass_at_k, vote
 from .intervals import bootstrap_mean_ci
@@ -71,7 +73,13 @@ def verdicts(completions: list[str], row: dict, verifiers: Sequence[EvalVerifier
         if spec.reference_column not in row:
             raise KeyError(f"verifier {spec.name!r} needs the column {spec.reference_column!r}; row has {list(row)}.")
         references = [row[spec.reference_column]] * len(completions)
-        out.append(spec.verifier.verify_batch(completions, references))
+        try:
+            results = list(spec.verifier.verify_batch(completions, references))
+            if len(results) != len(completions):
+                raise TypeError(f"verify_batch returned {len(results)} results for {len(completions)} completions")
+        except Exception as exc:  # the verifier's own failure: no verdict for these samples, never a crash or a 0
+            results = [VerificationResult(None, f"internal_error: {type(exc).__name__}: {exc}")] * len(completions)
+        out.append(results)
     return out
 
 

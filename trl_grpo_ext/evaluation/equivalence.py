@@ -33,7 +33,10 @@ def group_answers(completions: Sequence[str], extracted: Sequence[str | None], v
     distinct = list(first_sample)
     pairs = [(a, r) for a in range(len(distinct)) for r in range(a)]
     completions_asked = [completions[first_sample[distinct[a]]] for a, _ in pairs]
-    verdicts = verifier.verify_batch(completions_asked, [distinct[r] for _, r in pairs]) if pairs else []
+    try:
+        verdicts = verifier.verify_batch(completions_asked, [distinct[r] for _, r in pairs]) if pairs else []
+    except Exception:  # the verifier failed: equal strings still vote together, nothing else is merged
+        verdicts = []
     accepted = {pair for pair, result in zip(pairs, verdicts) if is_full_marks(result.score)}
     class_of: list[int] = []  # per distinct answer
     representatives: list[int] = []  # distinct-answer index of each class's first answer
