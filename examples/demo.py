@@ -10,9 +10,13 @@ What it does, in order:
 3. GRPO with `GRPOExtTrainer` at its default estimators (advantages `grpo`, KL `k3` in the loss: what stock TRL
    computes), beta 0.04 towards the warmed-up model, which the extension takes from memory (stock would reload it from
    `model.config._name_or_path`, which an in-memory model does not have). Reward = the `math` verifier comparing the
-   completion with the answer column, on the 110 problems `a+b` and `a-b` whose result is a digit.
-4. Prints a summary line (start and final reward, steps, time) and saves the reward curve to
-   `outputs/demo/reward_curve.png` and the per-step log to `outputs/demo/log.jsonl`.
+   completion with the answer column, on 88 of the 110 problems `a+b` and `a-b` whose result is a digit; the other 22
+   are held out (the same 22 on every machine) and never trained on.
+4. Held-out pass@1 before and after training: 16 samples per held-out problem at the training temperature, scored by
+   the same verifier (`trl_grpo_ext.evaluation`), with a 95% bootstrap interval over the 22 problems.
+5. Prints a summary line (start and final reward, steps, time, held-out pass@1), saves the reward curve to
+   `outputs/demo/reward_curve.png`, the per-step log to `outputs/demo/log.jsonl` and the trained model to
+   `outputs/demo/model` (`trl-grpo-ext evaluate --model outputs/demo/model` evaluates it again).
 
 Seeds are fixed and the run trains `--max_steps` steps, so a seed gives the same result on any machine;
 `--max_seconds` adds a time cap (then the result depends on the machine's speed).
@@ -43,6 +47,7 @@ DEFAULTS = dict(
 )
 # Rewards averaged over this many steps for the start and final figures (32 prompts x 8 completions each).
 SUMMARY_WINDOW = 20
+HELD_OUT_SAMPLES = 16  # samples per held-out problem for pass@1
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -66,6 +71,22 @@ def greedy_accuracy(model, tokenizer, problems: list[dict]) -> float:
         next_token = model(**batch).logits[:, -1].argmax(-1)
     answers = tokenizer.batch_decode(next_token[:, None])
     return sum(a == p["answer"] for a, p in zip(answers, problems)) / len(problems)
+
+
+def held_out_pass_at_1(model, tokenizer, verifier, seed: int) -> dict:
+    """pass@1 on the 22 held-out problems: {"mean": x, "ci95": [lo, hi], "n": 22}, sampled as in training."""
+    from trl_grpo_ext.datasets import arithmetic_split
+    from trl_grpo_ext.evaluation import EvalVerifier, evaluate_dataset
+    from trl_grpo_ext.evaluation.sampling import TransformersSampler, generation_settings
+
+    model.eval()
+    settings = generation_settings({"max_completion_length": 1, "temperature": 1.0})
+    sampler = TransformersSampler(model, tokenizer, settings, seed=seed)
+    _, summary = evaluate_dataset(
+        arithmetic_split("held_out"), sampler, [EvalVerifier("math", verifier, "answer")], HELD_OUT_SAMPLES, [1],
+        seed=seed, show_progress=False,
+    )  # fmt: skip
+    return summary["pass@1"]
 
 
 def make_progress_callback(max_steps: int, max_seconds: float | None):
@@ -157,7 +178,7 @@ def build_trainer(model, tokenizer, args: argparse.Namespace, progress):
         model=model,
         args=config,
         reward_funcs=as_reward_function("math", reference_column="answer"),
-        train_dataset=arithmetic_dataset(repeats=100, seed=args.seed),
+        train_dataset=arithmetic_dataset(repeats=125, seed=args.seed, split="train"),  # 11,000 rows, as before
         processing_class=tokenizer,
         callbacks=[progress],
     )
@@ -199,14 +220,25 @@ def main(argv: list[str] | None = None) -> int:
     time_left = None if args.max_seconds is None else args.max_seconds - warmup_s
     progress = make_progress_callback(args.max_steps, time_left)
     trainer = build_trainer(model, tokenizer, args, progress)
+    verifier = trainer.reward_funcs[0].verifier
+    eval_started = time.perf_counter()
+    held_out = [held_out_pass_at_1(model, tokenizer, verifier, args.seed)]
+    eval_s = time.perf_counter() - eval_started
     trainer.train()
+    eval_started = time.perf_counter()
+    held_out.append(held_out_pass_at_1(trainer.model, tokenizer, verifier, args.seed))
+    eval_s += time.perf_counter() - eval_started
     total_s = time.perf_counter() - started
-    trainer.reward_funcs[0].verifier.close()
+    verifier.close()
     greedy_after = greedy_accuracy(trainer.model, tokenizer, problems)
-    return report(progress, out, warmup_s, total_s, greedy_before, greedy_after)
+    trainer.save_model(str(out / "model"))  # with the tokenizer
+    timing = (warmup_s, eval_s, total_s)
+    return report(progress, out, timing, (greedy_before, greedy_after), held_out)
 
 
-def report(progress, out: Path, warmup_s: float, total_s: float, greedy_before: float, greedy_after: float) -> int:
+def report(progress, out: Path, timing: tuple, greedy: tuple, held_out: list[dict]) -> int:
+    """Write the log and the curve; print the summary line. timing: (warm-up, held-out evaluation, total) seconds."""
+    warmup_s, eval_s, total_s = timing
     history = progress.history
     with open(out / "log.jsonl", "w") as f:
         for row in history:
@@ -217,10 +249,12 @@ def report(progress, out: Path, warmup_s: float, total_s: float, greedy_before: 
     steps = history[-1]["step"]
     plot_reward_curve(history, out / "reward_curve.png", f"GRPO on single-digit arithmetic ({steps} steps)")
     stop = " (stopped by --max_seconds)" if progress.stopped_by_time else ""
+    before, after = (f"{h['mean']:.2f} [{h['ci95'][0]:.2f}, {h['ci95'][1]:.2f}]" for h in held_out)
     print(
         f"Mean reward {start:.2f} -> {final:.2f} (first/last {window} steps) in {steps} steps{stop}, "
-        f"{total_s:.0f} s total ({warmup_s:.1f} s warm-up). Greedy accuracy on all 110 problems: "
-        f"{greedy_before:.2f} -> {greedy_after:.2f}. Curve: {out / 'reward_curve.png'}"
+        f"{total_s:.0f} s total ({warmup_s:.1f} s warm-up, {eval_s:.1f} s held-out evaluation). Held-out pass@1 (22 problems never trained on, "
+        f"{HELD_OUT_SAMPLES} samples each, 95% bootstrap interval): {before} -> {after}. Greedy accuracy on all 110 "
+        f"problems: {greedy[0]:.2f} -> {greedy[1]:.2f}. Curve: {out / 'reward_curve.png'}; model: {out / 'model'}"
     )
     return 0
 

@@ -17,6 +17,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "List registered advantage estimators, KL estimators and verifiers.",
     ),
     "memory": ("trl_grpo_ext.commands.memory", "Estimate GPU memory per component for PPO and GRPO setups."),
+    "evaluate": (
+        "trl_grpo_ext.commands.evaluate",
+        "Held-out pass@k, maj@k and greedy accuracy of a model on a task's prompts, scored with its verifiers.",
+    ),
     "compare": (
         "trl_grpo_ext.commands.compare",
         "Train stock GRPOTrainer and extension variants on the same model, data and seeds; report means and "

@@ -83,6 +83,12 @@ class GRPOExtConfig(GRPOConfig):
             (Ziegler et al. 2019): beta *= 1 + clip(KL / target - 1, -0.2, 0.2) * n / kl_horizon.
         kl_horizon (`int`, defaults to `10000`): horizon of the adaptive controller, in completions.
 
+    Held-out evaluation:
+        eval_pass_at_k (`list[int]` or `None`): with an `eval_dataset`, `evaluate()` also logs `eval_pass@k` and
+            `eval_maj@k` for each k (unbiased estimators over the `num_generations_eval` completions of each prompt,
+            scored by the `as_reward_function` verifiers; see `trl_grpo_ext.evaluation`). Usable as
+            `metric_for_best_model`. None (default): stock's eval metrics only.
+
     Rewards:
         overlap_rewards (`bool`, defaults to `True`): reward functions built by `as_reward_function` start verifying
             a batch right after generation, on a background thread, while the log-prob forwards run; their rewards
@@ -132,6 +138,13 @@ class GRPOExtConfig(GRPOConfig):
     kl_horizon: int = field(
         default=10000, metadata={"help": "Horizon of the adaptive KL coefficient, in completions."}
     )
+    eval_pass_at_k: list[int] | None = field(
+        default=None,
+        metadata={
+            "help": "k values of the held-out pass@k and maj@k that evaluate() logs (eval_pass@k, eval_maj@k), each "
+            "between 1 and num_generations_eval. None: stock's eval metrics only."
+        },
+    )
     overlap_rewards: bool = field(
         default=True,
         metadata={
@@ -171,6 +184,7 @@ class GRPOExtConfig(GRPOConfig):
         self._validate_advantage_settings()
         self._validate_kl_settings()
         self._validate_sampling_settings()
+        self._validate_eval_pass_at_k()
 
     @property
     def uses_stock_kl(self) -> bool:
@@ -299,3 +313,17 @@ class GRPOExtConfig(GRPOConfig):
                 UserWarning,
                 stacklevel=3,
             )
+
+    def _validate_eval_pass_at_k(self) -> None:
+        if self.eval_pass_at_k is None:
+            return
+        if isinstance(self.eval_pass_at_k, int):
+            self.eval_pass_at_k = [self.eval_pass_at_k]
+        group = self.num_generations_eval or self.num_generations
+        bad = [k for k in self.eval_pass_at_k if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= group]
+        if not self.eval_pass_at_k or bad:
+            raise ValueError(
+                f"eval_pass_at_k={self.eval_pass_at_k!r}: each k must be an integer between 1 and num_generations_eval "
+                f"(the completions per prompt in evaluation: {group}). Raise num_generations_eval or lower k."
+            )
+        self.eval_pass_at_k = sorted(set(self.eval_pass_at_k))

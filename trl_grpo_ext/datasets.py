@@ -1,7 +1,8 @@
 """Small built-in datasets for the examples, the demo and `compare`: they need no network.
 
 - `arithmetic_problems()` / `arithmetic_dataset()`: single-digit arithmetic whose answers are single digits
-  (`"3+4="` -> `"7"`, `"9-5="` -> `"4"`), checked by the `math` verifier against the `answer` column.
+  (`"3+4="` -> `"7"`, `"9-5="` -> `"4"`), checked by the `math` verifier against the `answer` column; a fixed
+  held-out part (`ARITHMETIC_SPLITS`) that the demo and `compare` never train on.
 - `code_tasks()` / `code_dataset()`: a few MBPP-style tasks written for this project, checked by the `code` verifier
   against the `tests` column (assert statements).
 
@@ -14,6 +15,11 @@ import random
 from typing import Any
 
 ARITHMETIC_OPERATORS = ("+", "-")
+# The built-in task's splits: "held_out" is a fixed fifth of the 110 problems (drawn once with HELD_OUT_SEED), "train"
+# the other four fifths, "all" every problem.
+ARITHMETIC_SPLITS = ("all", "train", "held_out")
+HELD_OUT_SHARE = 0.2
+HELD_OUT_SEED = 22
 
 
 def arithmetic_problems(operators: tuple[str, ...] = ARITHMETIC_OPERATORS) -> list[dict[str, str]]:
@@ -32,14 +38,28 @@ def arithmetic_problems(operators: tuple[str, ...] = ARITHMETIC_OPERATORS) -> li
     return problems
 
 
-def arithmetic_dataset(repeats: int = 100, seed: int = 0, conversational: bool = False):
-    """The arithmetic problems repeated `repeats` times and shuffled with `seed` (one row per prompt; GRPO samples
-    `num_generations` completions of each). Conversational: the prompt is a one-message chat."""
+def arithmetic_split(split: str = "all") -> list[dict[str, str]]:
+    """The problems of one split (`ARITHMETIC_SPLITS`), in the fixed order of `arithmetic_problems()`: "held_out" is
+    the same 22 problems on every machine and in every run (sums and differences), "train" the other 88."""
+    if split not in ARITHMETIC_SPLITS:
+        raise ValueError(
+            f"split={split!r} is not a split of the built-in task. Valid choices: {', '.join(ARITHMETIC_SPLITS)}."
+        )
+    problems = arithmetic_problems()
+    if split == "all":
+        return problems
+    held_out = set(random.Random(HELD_OUT_SEED).sample(range(len(problems)), round(HELD_OUT_SHARE * len(problems))))
+    return [p for i, p in enumerate(problems) if (i in held_out) == (split == "held_out")]
+
+
+def arithmetic_dataset(repeats: int = 100, seed: int = 0, conversational: bool = False, split: str = "all"):
+    """The problems of `split` (`arithmetic_split`) repeated `repeats` times and shuffled with `seed` (one row per
+    prompt; GRPO samples `num_generations` completions of each). Conversational: the prompt is a one-message chat."""
     from datasets import Dataset
 
     if repeats < 1:
         raise ValueError(f"repeats={repeats} must be >= 1.")
-    rows = arithmetic_problems() * repeats
+    rows = arithmetic_split(split) * repeats
     if conversational:
         rows = [{"prompt": [{"role": "user", "content": r["prompt"]}], "answer": r["answer"]} for r in rows]
     return Dataset.from_list(rows).shuffle(seed=seed)

@@ -27,7 +27,7 @@ from unittest import mock
 
 import torch
 import trl.trainer.grpo_trainer as stock_module
-from accelerate.utils import is_peft_model
+from accelerate.utils import gather_object, is_peft_model
 from torch import nn
 from transformers import TrainerCallback
 from transformers.trainer_callback import ExportableState
@@ -36,6 +36,7 @@ from trl.models.utils import disable_gradient_checkpointing
 from .advantages import advantage_metrics, compute_advantages
 from .config import GRPOExtConfig
 from .dynamic_sampling import combined_rewards
+from .evaluation.core import grouped_figures
 from .kl import kl_divergence
 from .prompt_rounds import PromptStreamRounds
 from .reward_overlap import RewardOverlap, can_overlap
@@ -110,6 +111,13 @@ class GRPOExtTrainer(PromptStreamRounds):
         with reference_from_memory(model) if in_memory_reference else nullcontext():
             super().__init__(model, reward_funcs, args=args, **kwargs)
         self._gathered_rewards_per_func: torch.Tensor | None = None
+        self._extracted_answers: dict[str, list] | None = None  # log_extra columns of one eval batch
+        self._verifier_rewards = [i for i, f in enumerate(self.reward_funcs) if hasattr(f, "verifier")]
+        if args.eval_pass_at_k and not self._verifier_rewards:
+            raise ValueError(
+                "eval_pass_at_k needs a reward function built by trl_grpo_ext.verifiers.as_reward_function: its "
+                "verifier decides which completions are correct. None of the reward functions is one."
+            )
         self._kl_window = torch.zeros(2, device=self.accelerator.device)  # (sum of sequence KLs, sequences)
         if args.kl_target is not None:
             self.add_callback(AdaptiveKLState(self.beta))
@@ -170,12 +178,37 @@ class GRPOExtTrainer(PromptStreamRounds):
         reward_funcs = self.reward_funcs
         if self._reward_overlap is not None:  # stock calls a collector of each submitted batch in its place
             self.reward_funcs = self._reward_overlap.stand_ins()
+        held_out = bool(self.args.eval_pass_at_k) and not self.model.training
+        self._extracted_answers = {} if held_out else None
         try:
             rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         finally:
             self.reward_funcs = reward_funcs
         self._gathered_rewards_per_func = rewards_per_func
+        if held_out:
+            self._log_pass_at_k(rewards_per_func, completions)
         return rewards_per_func
+
+    def _log_completion_extra(self, column: str, values: list):
+        super()._log_completion_extra(column, values)
+        if self._extracted_answers is not None:  # an eval batch: keep the verifiers' extracted answers for maj@k
+            self._extracted_answers.setdefault(column, []).extend(values)
+
+    def _log_pass_at_k(self, rewards_per_func: torch.Tensor, completions: list) -> None:
+        """eval pass@k and maj@k, one value per prompt group: a completion is correct when every verifier reward
+        gives it full marks (a missing reward is not a pass); maj@k votes over the first verifier's extracted answers
+        (`trl_grpo_ext.evaluation`)."""
+        first = self.reward_funcs[self._verifier_rewards[0]]
+        column = self._extracted_answers.get(first.__name__.removesuffix("_reward") + "_extracted")
+        answers = gather_object([a or None for a in column] if column else [None] * len(completions))
+        texts = gather_object([c if isinstance(c, str) else str(c[-1].get("content") or "") for c in completions])
+        correct = (rewards_per_func[:, self._verifier_rewards] >= 1.0).all(dim=1).tolist()
+        ks = self.args.eval_pass_at_k
+        for name, values in grouped_figures(
+            correct, texts, answers, self.num_generations_eval, ks, first.verifier
+        ).items():
+            self._metrics["eval"][name].extend(values)
+        self._extracted_answers = None
 
     def _generate_and_score_completions(self, inputs):
         if self._prompt_stream is not None and self.model.training:  # dynamic sampling, retirement: own prompts

@@ -17,6 +17,12 @@ SUMMARY = re.compile(
     r"Mean reward (?P<start>[\d.]+) -> (?P<final>[\d.]+) \(first/last (?P<window>\d+) steps\) in (?P<steps>\d+) steps"
 )
 
+HELD_OUT = re.compile(
+    r"Held-out pass@1 \(22 problems never trained on, 16 samples each, 95% bootstrap interval\): "
+    r"(?P<before_mean>[\d.]+) \[(?P<before_lo>[\d.]+), (?P<before_hi>[\d.]+)\] -> "
+    r"(?P<after_mean>[\d.]+) \[(?P<after_lo>[\d.]+), (?P<after_hi>[\d.]+)\]"
+)
+
 
 def run_demo(tmp_path: Path, *args: str) -> tuple[re.Match, list[dict]]:
     command = [sys.executable, str(REPO / "examples" / "demo.py"), "--output_dir", str(tmp_path), *args]
@@ -27,6 +33,12 @@ def run_demo(tmp_path: Path, *args: str) -> tuple[re.Match, list[dict]]:
     assert summary, result.stdout[-2000:]
     assert "GRPO" in result.stderr and "step" in result.stderr  # the progress bar (tqdm writes to stderr)
     assert (tmp_path / "reward_curve.png").read_bytes()[:8] == PNG_MAGIC
+    held_out = HELD_OUT.search(result.stdout)
+    assert held_out, result.stdout[-2000:]
+    for figure in ("before", "after"):
+        low, mean, high = (float(held_out[f"{figure}_{part}"]) for part in ("lo", "mean", "hi"))
+        assert 0.0 <= low <= mean <= high <= 1.0
+    assert (tmp_path / "model" / "config.json").exists()  # for trl-grpo-ext evaluate --model
     logged = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
     return summary, logged
 

@@ -73,6 +73,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--rollouts", type=int, default=51200, help="Rollout budget per run of the group-size sweep (default 51200)."
     )
+    parser.add_argument(
+        "--eval_samples",
+        type=int,
+        default=None,
+        metavar="N",
+        help="Samples per held-out prompt in each run's final evaluation (default 8, or the file's eval_num_samples).",
+    )
+    parser.add_argument(
+        "--eval_k",
+        default=None,
+        metavar="K,...",
+        help="k of the reported held-out pass@k and maj@k (default 1, or the file's eval_k). The built-in task "
+        "holds out 22 of its 110 problems; a --config task is evaluated on its eval_split (of eval_dataset).",
+    )
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads per run (default 1).")
     parser.add_argument("--output_dir", default="outputs/compare", help="Default: outputs/compare.")
     parser.add_argument(
@@ -109,6 +123,13 @@ def plan(args: argparse.Namespace):
         task, common = load_task_file(args.config)
     else:
         task, common = Task(), dict(TINY_SETTINGS)
+    if args.eval_samples is not None:
+        task.eval_num_samples = args.eval_samples
+    if args.eval_k is not None:
+        try:
+            task.eval_k = [int(k) for k in args.eval_k.split(",")]
+        except ValueError:
+            raise ValueError(f"--eval_k {args.eval_k!r}: write comma-separated integers, e.g. 1,8.") from None
     shared = {}
     for text in args.set:
         shared.update(parse_variant(f"set:{text}")[1])

@@ -50,6 +50,13 @@ class Task:
     system_prompt: str | None = None
     # Modules (dotted names, or .py files) imported before the rewards are built: they register custom verifiers.
     verifier_imports: list[str] = field(default_factory=list)
+    # Held-out evaluation: a split of `eval_dataset` (default: the training dataset). The built-in task holds out a
+    # fixed fifth of its problems ("held_out"); for a dataset, no eval_split means no held-out evaluation in compare.
+    eval_dataset: str | None = None
+    eval_split: str | None = None
+    eval_num_samples: int = 8  # completions per held-out prompt, at the runs' own generation settings
+    eval_k: list[int] = field(default_factory=lambda: [1])  # k of the reported pass@k (and maj@k for k > 1)
+    eval_max_prompts: int | None = None  # the split's first N rows only
 
     @property
     def builtin(self) -> bool:
@@ -155,6 +162,8 @@ def load_task_file(path: str | os.PathLike) -> tuple[Task, dict[str, Any]]:
         task.reward_verifiers = [task.reward_verifiers]
     if isinstance(task.verifier_imports, str):
         task.verifier_imports = [task.verifier_imports]
+    if isinstance(task.eval_k, int):
+        task.eval_k = [task.eval_k]
     for key in ("output_dir", "config", *FORCED_SETTINGS):
         data.pop(key, None)  # the comparison chooses its own output folders and logging
     check_fields(f"--config {path}", list(data), also_accepted=TASK_KEYS)
@@ -232,6 +241,14 @@ def validate_task(task: Task) -> None:
         import_verifier_modules(task)
     except (ImportError, OSError) as error:
         raise ValueError(f"verifier_imports {task.verifier_imports}: {error}") from None
+    bad_k = [
+        k for k in task.eval_k if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= task.eval_num_samples
+    ]
+    if task.eval_num_samples < 1 or not task.eval_k or bad_k:
+        raise ValueError(
+            f"eval_k={task.eval_k} with eval_num_samples={task.eval_num_samples}: each k must lie between 1 and "
+            "eval_num_samples (the completions drawn per held-out prompt)."
+        )
     valid = list_verifiers()
     unknown = [name for name in task.reward_verifiers if name not in valid]
     if unknown or not task.reward_verifiers:

@@ -12,6 +12,7 @@ import json
 import os
 from pathlib import Path
 
+from trl_grpo_ext.compare.held_out import read_held_out
 from trl_grpo_ext.compare.plan import STOCK
 from trl_grpo_ext.compare.stats import mean_ci, paired_difference
 
@@ -32,6 +33,18 @@ COMPLETION_METRICS = (
     ("reward_at_budget", "reward at the common budget", ".4f"),
 )
 X_AXES = ("steps", "completions", "both")
+# Held-out evaluation columns, first after the variant when the runs were evaluated: `eval_pass@k`, `eval_maj@k`.
+HELD_OUT_PREFIXES = ("eval_pass@", "eval_maj@")
+
+
+def metric_columns(per_run: list[dict], x_axis: str = "both") -> list[tuple[str, str, str]]:
+    """(key, title, format) of every reported metric: the held-out ones the runs have (pass@k by k, then maj@k),
+    then those of `report_metrics(x_axis)`."""
+    found = {key for run in per_run for key in run["metrics"] if key.startswith(HELD_OUT_PREFIXES)}
+    ordered = sorted(found, key=lambda key: (not key.startswith("eval_pass@"), int(key.split("@")[1])))
+    return [(key, "held-out " + key.removeprefix("eval_"), ".4f") for key in ordered] + list(report_metrics(x_axis))
+
+
 # Summary metrics that measure the machine, not the training.
 MACHINE_METRICS = ("step_time_s", "tokens_per_s", "peak_memory_mb")
 # Logged values that measure the machine, not the training: two identical runs may differ in them.
@@ -104,6 +117,8 @@ def read_runs(output_dir: Path) -> tuple[dict, list[tuple[dict, list[dict]]]]:
     for spec in manifest["runs"]:
         path = output_dir / f"{spec['name']}-seed{spec['seed']}.jsonl"
         if path.exists():
+            held_out = read_held_out(path.with_suffix(".eval.json"))
+            spec = {**spec, "held_out": held_out} if held_out else spec
             runs.append((spec, [json.loads(line) for line in path.read_text().splitlines() if line.strip()]))
     return manifest, runs
 
@@ -124,41 +139,52 @@ def same_training_logs(rows: list[dict], other: list[dict]) -> bool:
 
 
 def identical_to_baseline(runs, name: str) -> bool:
-    """Whether every seed of `name` logged what its baseline's run of that seed logged (`same_training_logs`)."""
-    mine = {spec["seed"]: rows for spec, rows in runs if spec["name"] == name}
+    """Whether every seed of `name` logged what its baseline's run of that seed logged (`same_training_logs`), and
+    scored the same held-out figures."""
+    mine = {spec["seed"]: (spec, rows) for spec, rows in runs if spec["name"] == name}
     baseline = next(spec.get("baseline", STOCK) for spec, _ in runs if spec["name"] == name)
-    theirs = {spec["seed"]: rows for spec, rows in runs if spec["name"] == baseline}
+    theirs = {spec["seed"]: (spec, rows) for spec, rows in runs if spec["name"] == baseline}
     if baseline == name or not mine:
         return False
-    return all(seed in theirs and same_training_logs(rows, theirs[seed]) for seed, rows in mine.items())
+    return all(
+        seed in theirs
+        and same_training_logs(rows, theirs[seed][1])
+        and spec.get("held_out") == theirs[seed][0].get("held_out")
+        for seed, (spec, rows) in mine.items()
+    )
 
 
 def results(runs, x_axis: str = "both") -> dict:
     """The `results.json` payload: per variant and metric the mean, 95% interval and seeds; every run's metrics."""
     budget = common_budget(runs)
     per_run = [
-        {"variant": spec["name"], "seed": spec["seed"], "metrics": summarize(rows, budget=budget)}
+        {
+            "variant": spec["name"],
+            "seed": spec["seed"],
+            "metrics": {**spec.get("held_out", {}), **summarize(rows, budget=budget)},
+        }
         for spec, rows in runs
     ]
+    columns = metric_columns(per_run, x_axis)
     variants = {}
     for name in variant_names(runs):
         metrics = [r["metrics"] for r in per_run if r["variant"] == name]
-        variants[name] = {key: mean_ci([m.get(key) for m in metrics]) for key, _, _ in report_metrics(x_axis)}
+        variants[name] = {key: mean_ci([m.get(key) for m in metrics]) for key, _, _ in columns}
     return {"variants": variants, "runs": per_run, "completion_budget": budget}
 
 
 def paired_differences(runs, payload: dict, x_axis: str = "both") -> dict[str, dict[str, dict]]:
     """variant -> metric -> `paired_difference` from its baseline, for every variant that is not a baseline."""
-    metrics = report_metrics(x_axis)
     baselines = {spec["name"]: spec.get("baseline", STOCK) for spec, _ in runs}
+    columns = metric_columns(payload["runs"], x_axis)
     by_seed: dict[str, dict[str, dict[int, float]]] = {}
     for run in payload["runs"]:
-        for key, _, _ in metrics:
+        for key, _, _ in columns:
             by_seed.setdefault(run["variant"], {}).setdefault(key, {})[run["seed"]] = run["metrics"].get(key)
     out = {}
     for name, baseline in baselines.items():
         if name != baseline and baseline in by_seed:
-            out[name] = {key: paired_difference(by_seed[name][key], by_seed[baseline][key]) for key, _, _ in metrics}
+            out[name] = {key: paired_difference(by_seed[name][key], by_seed[baseline][key]) for key, _, _ in columns}
     return out
 
 
@@ -175,7 +201,7 @@ def fmt_interval(stat: dict, spec: str, signed: bool = False) -> str:
 def describe_task(manifest: dict, runs) -> list[str]:
     task = manifest.get("task", {})
     model = task.get("model_name_or_path") or "the tiny model after its format warm-up (built locally)"
-    data = task.get("dataset_name") or "the built-in single-digit arithmetic set"
+    data = task.get("dataset_name") or "the built-in single-digit arithmetic set (88 problems; 22 held out)"
     seeds = sorted({spec["seed"] for spec, _ in runs})
     steps = sorted({len(rows) for _, rows in runs})
     windows = ", ".join(f"{final_window(s)} of {s}" for s in steps)
@@ -188,13 +214,27 @@ def describe_task(manifest: dict, runs) -> list[str]:
         "over the summed step times; peak memory is CUDA's peak allocation, else the process's peak RSS.",
         "Each cell: mean over seeds [95% confidence interval, Student t with n - 1 degrees of freedom]; with one seed "
         "there is no interval (only the value is shown).",
+        *describe_held_out(task, runs),
+    ]
+
+
+def describe_held_out(task: dict, runs) -> list[str]:
+    if not any(spec.get("held_out") for spec, _ in runs):
+        return []
+    split = task.get("eval_split") or "held_out"
+    source = task.get("eval_dataset") or task.get("dataset_name") or "the built-in task"
+    return [
+        f"Held-out columns: each run's final policy on split {split!r} of {source}, which no run trains on: "
+        f"{task.get('eval_num_samples', 8)} samples per prompt at the run's own generation settings (sampling seeded "
+        "by the run's seed), scored by the reward verifiers; pass@k is the unbiased estimator (Chen et al. 2021) and "
+        "maj@k the majority vote over the verifier's extracted answers, each averaged over prompts "
+        "(trl_grpo_ext.evaluation). Per-prompt figures and bootstrap intervals over prompts: <run>.eval.json.",
     ]
 
 
 def markdown(manifest: dict, runs, x_axis: str = "both") -> str:
     payload = results(runs, x_axis)
     diffs = paired_differences(runs, payload, x_axis)
-    metrics = report_metrics(x_axis)
     baselines = {spec["name"]: spec.get("baseline", STOCK) for spec, _ in runs}
     specs = {spec["name"]: spec for spec, _ in runs}
     lines = ["# Comparison with stock TRL", "", *describe_task(manifest, runs), ""]
@@ -204,28 +244,34 @@ def markdown(manifest: dict, runs, x_axis: str = "both") -> str:
             f"{payload['completion_budget']} completions generated, the total of the run that generated fewest.",
         ]
         lines.append("")
-    header = ["variant", "trainer", "settings", "seeds", *(title for _, title, _ in metrics), "differs from stock"]
+    columns = metric_columns(payload["runs"], x_axis)
+    held_out = [c for c in columns if c[0].startswith(HELD_OUT_PREFIXES)]
+    training = [c for c in columns if c not in held_out]
+    header = ["variant", *(t for _, t, _ in held_out), "trainer", "settings", "seeds", *(t for _, t, _ in training)]
+    header.append("differs from stock")
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     identical = []
     for name, stats in payload["variants"].items():
         spec = specs[name]
         settings = ", ".join(f"{k}={v}" for k, v in spec["overrides"].items()) or "defaults"
-        cells = [name, spec["trainer"], settings, str(stats["final_reward"]["n"])]
-        cells += [fmt_interval(stats[key], f) for key, _, f in metrics]
+        cells = [name, *(fmt_interval(stats[key], f) for key, _, f in held_out)]
+        cells += [spec["trainer"], settings, str(stats["final_reward"]["n"])]
+        cells += [fmt_interval(stats[key], f) for key, _, f in training]
         if name not in diffs:
             cells.append("(baseline)")
         elif identical_to_baseline(runs, name):
             identical.append(name)
             machine = {k: d for k, d in diffs[name].items() if k in MACHINE_METRICS and d["significant"]}
-            cells.append("identical logs" + (f"; {significance_cell(machine)}" if machine else ""))
+            cells.append("identical logs" + (f"; {significance_cell(machine, columns)}" if machine else ""))
         else:
-            cells.append(significance_cell(diffs[name], metrics))
+            cells.append(significance_cell(diffs[name], columns))
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
     for name in identical:
         lines.append(
             f"- `{name}` logged exactly what `{baselines[name]}` logged, at every step of every seed (every training "
-            "metric; step time and memory are the machine's): its curves lie on top of the baseline's."
+            "metric and any held-out figures; step time and memory are the machine's): its curves lie on top of the "
+            "baseline's."
         )
     if diffs:
         lines += ["", "## Paired differences from stock", ""]
@@ -233,19 +279,19 @@ def markdown(manifest: dict, runs, x_axis: str = "both") -> str:
             "Variant minus stock on the same seed, mean over seeds [95% interval]; * marks an interval that excludes "
             "0 (a significant difference at the 5% level, each metric tested on its own)."
         )
-        lines += ["", "| variant | " + " | ".join(t for _, t, _ in metrics) + " |", "|" + "---|" * (len(metrics) + 1)]
-        for name, differences in diffs.items():
+        lines += ["", "| variant | " + " | ".join(t for _, t, _ in columns) + " |", "|" + "---|" * (len(columns) + 1)]
+        for name, metrics in diffs.items():
             cells = [
-                fmt_interval(differences[key], f, signed=True) + (" *" if differences[key]["significant"] else "")
-                for key, _, f in metrics
+                fmt_interval(metrics[key], f, signed=True) + (" *" if metrics[key]["significant"] else "")
+                for key, _, f in columns
             ]
             lines.append(f"| {name} vs {baselines[name]} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
-def significance_cell(metrics: dict[str, dict], shown: tuple = METRICS) -> str:
+def significance_cell(metrics: dict[str, dict], columns: list[tuple[str, str, str]]) -> str:
     """The metrics whose paired interval excludes 0, with the direction; why there is no verdict otherwise."""
-    titles = {key: title for key, title, _ in shown}
+    titles = {key: title for key, title, _ in columns}
     if all(d["significant"] is None for d in metrics.values()):
         return "n/a (needs 2+ seeds)"
     found = [f"{titles[k]} {'higher' if d['mean'] > 0 else 'lower'}" for k, d in metrics.items() if d["significant"]]

@@ -1,0 +1,50 @@
+"""The transformers sampler: the trainer's tokenization and settings, seeded per row, greedy when asked."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from trl_grpo_ext.evaluation.sampling import TransformersSampler, generation_settings
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    from trl_grpo_ext.tiny_model import build_tiny_model
+
+    model, tokenizer = build_tiny_model(seed=0)
+    return model.eval(), tokenizer
+
+
+def test_settings_default_to_grpo_config_and_take_the_file_values():
+    settings = generation_settings({"temperature": 0.7, "max_completion_length": 5, "learning_rate": 1.0})
+    assert settings["temperature"] == 0.7 and settings["max_completion_length"] == 5
+    assert "learning_rate" not in settings
+    from trl import GRPOConfig
+
+    assert settings["top_p"] == GRPOConfig.top_p
+
+
+def test_a_row_gets_the_same_samples_whatever_was_sampled_before(tiny):
+    model, tokenizer = tiny
+    sampler = TransformersSampler(model, tokenizer, generation_settings({"max_completion_length": 4}), seed=3)
+    first = sampler(7, "3+4=", 6, False)
+    sampler(2, "1+1=", 5, False)
+    assert sampler(7, "3+4=", 6, False) == first
+    assert len(first) == 6 and len(set(first)) > 1  # sampled, not greedy
+    other_seed = TransformersSampler(model, tokenizer, generation_settings({"max_completion_length": 4}), seed=4)
+    assert other_seed(7, "3+4=", 6, False) != first
+
+
+def test_greedy_is_the_argmax_continuation_and_conversations_use_the_chat_template(tiny):
+    model, tokenizer = tiny
+    sampler = TransformersSampler(model, tokenizer, generation_settings({"max_completion_length": 1}))
+    ids = tokenizer("3+4=", return_tensors="pt").input_ids
+    with torch.no_grad():
+        expected = tokenizer.decode(model(ids).logits[0, -1].argmax(), skip_special_tokens=True)
+    assert sampler(0, "3+4=", 1, True) == [expected]
+    chat = [{"role": "user", "content": "3+4="}]
+    ids = tokenizer.apply_chat_template(chat, add_generation_prompt=True, return_tensors="pt", return_dict=True)
+    with torch.no_grad():
+        expected = tokenizer.decode(model(ids["input_ids"]).logits[0, -1].argmax(), skip_special_tokens=True)
+    assert sampler(0, chat, 1, True) == [expected]

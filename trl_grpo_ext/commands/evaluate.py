@@ -1,0 +1,170 @@
+"""`trl-grpo-ext evaluate`: held-out pass@k, maj@k and greedy accuracy of a model, scored with the verifiers.
+
+trl-grpo-ext evaluate --config task.yaml --model outputs/run/checkpoint-500 --num_samples 16 --k 1,4,16
+trl-grpo-ext evaluate --model outputs/demo/model             # built-in task: its 22 held-out problems
+accelerate launch --num_processes 2 -m trl_grpo_ext.cli evaluate --config task.yaml   # prompts split across processes
+trl-grpo-ext evaluate --config task.yaml --split train --keep_pass_rate 0.1,0.9 --write_dataset data/kept
+
+Writes per_prompt.jsonl and summary.json to --output_dir and prints the summary table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = __doc__.split("\n", 2)[2]
+    parser.add_argument(
+        "--config",
+        metavar="FILE",
+        help="The task's YAML file, as for compare: model_name_or_path, dataset_name, prompt_column, "
+        "reference_column, reward_verifiers, system_prompt, verifier_imports, eval_dataset, eval_split, and the "
+        "generation fields (max_completion_length, temperature, top_p, top_k, min_p, repetition_penalty, "
+        "generation_kwargs, chat_template_kwargs). Default: the built-in arithmetic task.",
+    )
+    parser.add_argument("--model", help="Model folder or Hub name (a trained checkpoint). Default: the file's model.")
+    parser.add_argument(
+        "--split", help="Split to evaluate. Default: the file's eval_split, else 'test'; built-in task: 'held_out'."
+    )
+    parser.add_argument("--num_samples", type=int, default=8, help="Samples per prompt, n (default 8).")
+    parser.add_argument("--k", default=None, help="Comma-separated k of pass@k and maj@k (default: 1 and n).")
+    parser.add_argument("--greedy", action="store_true", help="Also decode greedily and report greedy accuracy.")
+    parser.add_argument("--temperature", type=float, default=None, help="Default: the file's, else GRPOConfig's.")
+    parser.add_argument(
+        "--max_completion_length", type=int, default=None, help="Default: the file's, else GRPOConfig's."
+    )
+    parser.add_argument("--max_prompts", type=int, default=None, help="Evaluate the split's first N rows only.")
+    parser.add_argument("--batch_size", type=int, default=64, help="Samples per generate call (default 64).")
+    parser.add_argument("--seed", type=int, default=0, help="Seed of the samples and of the bootstrap (default 0).")
+    parser.add_argument("--output_dir", default="outputs/evaluate", help="Default: outputs/evaluate.")
+    parser.add_argument(
+        "--keep_pass_rate",
+        metavar="LO,HI",
+        help="With --write_dataset: keep the rows whose pass rate (correct / n) lies in [LO, HI].",
+    )
+    parser.add_argument(
+        "--write_dataset", metavar="DIR", help="Write the kept rows, as stored, to DIR (save_to_disk)."
+    )
+    parser.add_argument("--no_progress", action="store_true", help="Hide the progress bar.")
+
+
+def parse_ks(text: str | None, num_samples: int) -> list[int]:
+    if text is None:
+        return sorted({1, num_samples})
+    try:
+        ks = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise ValueError(f"--k {text!r}: write comma-separated integers, e.g. 1,4,8.") from None
+    bad = [k for k in ks if not 1 <= k <= num_samples]
+    if not ks or bad:
+        raise ValueError(f"--k {text!r}: each k must lie between 1 and --num_samples {num_samples}.")
+    return sorted(set(ks))
+
+
+def parse_pass_rate(args: argparse.Namespace) -> tuple[float, float] | None:
+    if (args.keep_pass_rate is None) != (args.write_dataset is None):
+        raise ValueError("--keep_pass_rate LO,HI and --write_dataset DIR go together: give both or neither.")
+    if args.keep_pass_rate is None:
+        return None
+    try:
+        low, high = (float(x) for x in args.keep_pass_rate.split(","))
+    except ValueError:
+        raise ValueError(f"--keep_pass_rate {args.keep_pass_rate!r}: write LO,HI, e.g. 0.1,0.9.") from None
+    if not 0.0 <= low <= high <= 1.0:
+        raise ValueError(f"--keep_pass_rate {args.keep_pass_rate}: need 0 <= LO <= HI <= 1.")
+    return low, high
+
+
+def load_task(args: argparse.Namespace):
+    """(task, shared settings, split, model) from the arguments; ValueError on bad input."""
+    from trl_grpo_ext.compare import Task, load_task_file
+    from trl_grpo_ext.compare.plan import TINY_SETTINGS, validate_task
+    from trl_grpo_ext.evaluation.tasks import held_out_split
+
+    task, common = load_task_file(args.config) if args.config else (Task(), dict(TINY_SETTINGS))
+    validate_task(task)
+    split = args.split or held_out_split(task) or "test"
+    model = args.model or task.model_name_or_path
+    if model is None:
+        raise ValueError(
+            "the built-in task has no trained model: pass --model, e.g. outputs/demo/model (saved by examples/demo.py)."
+        )
+    if common.get("use_vllm"):
+        print(
+            "trl-grpo-ext evaluate: use_vllm is set in the file, but this command samples with transformers "
+            "`generate` (same settings, same verdicts; slower on long completions).",
+            file=sys.stderr,
+        )
+    if args.temperature is not None:
+        common["temperature"] = args.temperature
+    if args.max_completion_length is not None:
+        common["max_completion_length"] = args.max_completion_length
+    return task, common, split, model
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        ks = parse_ks(args.k, args.num_samples)
+        pass_rate = parse_pass_rate(args)
+        if args.num_samples < 1:
+            raise ValueError(f"--num_samples {args.num_samples}: must be >= 1.")
+        task, common, split, model_name = load_task(args)
+        from trl_grpo_ext.evaluation.tasks import load_eval_rows
+
+        raw, rows = load_eval_rows(task, split, args.max_prompts)
+    except ValueError as error:
+        print(f"trl-grpo-ext evaluate: error: {error}", file=sys.stderr)
+        return 2
+    results, summary, main = evaluate_model(args, task, common, model_name, rows, ks)
+    if not main:
+        return 0
+    from trl_grpo_ext.evaluation import pass_rate_rows, summary_table, write_results
+
+    summary = {**summary, "model": model_name, "split": split}
+    output_dir = Path(args.output_dir)
+    write_results(output_dir, results, summary)
+    print(summary_table(summary))
+    print(f"Per prompt: {output_dir / 'per_prompt.jsonl'}; summary: {output_dir / 'summary.json'}")
+    if pass_rate is not None:
+        kept = pass_rate_rows(results, *pass_rate)
+        raw.select(kept).save_to_disk(args.write_dataset)
+        print(
+            f"Kept {len(kept)} of {len(results)} rows with pass rate in [{pass_rate[0]}, {pass_rate[1]}]: "
+            f"{args.write_dataset}"
+        )
+    return 0
+
+
+def evaluate_model(args, task, common, model_name, rows, ks):
+    """(per-prompt results, summary, whether this is the main process), on every process of the launch."""
+    import torch
+    from accelerate import PartialState
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from trl_grpo_ext.evaluation import evaluate_dataset
+    from trl_grpo_ext.evaluation.sampling import TransformersSampler, generation_settings
+    from trl_grpo_ext.evaluation.tasks import build_verifiers
+
+    state = PartialState(cpu=not torch.cuda.is_available())
+    verifiers = build_verifiers(task)
+    for spec in verifiers:
+        spec.verifier.start(wait=False)  # worker processes warm up while the model loads
+    model = AutoModelForCausalLM.from_pretrained(model_name, **(common.get("model_init_kwargs") or {}))
+    tokenizer = AutoTokenizer.from_pretrained(model_name)
+    sampler = TransformersSampler(
+        model.to(state.device).eval(), tokenizer, generation_settings(common), args.seed, args.batch_size
+    )
+    try:
+        results, summary = evaluate_dataset(
+            rows, sampler, verifiers, args.num_samples, ks, args.greedy, args.seed, not args.no_progress
+        )
+    finally:
+        for spec in verifiers:
+            spec.verifier.close()
+    main = state.is_main_process
+    state.destroy_process_group()
+    return results, summary, main

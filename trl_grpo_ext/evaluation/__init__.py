@@ -1,0 +1,33 @@
+"""Held-out evaluation with the verifiers: unbiased pass@k, maj@k over verifier-equivalent answers, greedy accuracy,
+means over prompts with seeded bootstrap intervals.
+
+- `estimators.py`: pass@k and maj@k, pure functions of counts and votes;
+- `equivalence.py`: answer classes, grouping answers the verifier judges equivalent;
+- `intervals.py`: the percentile bootstrap over prompts;
+- `core.py`: scoring one prompt's samples, evaluating a list of rows with a sampler, the summary;
+- `sampling.py`: the transformers `generate` sampler, with the trainer's generation settings;
+- `runner.py`: rows split across processes and gathered once, files, table, the pass-rate prefilter.
+
+`trl-grpo-ext evaluate`, `GRPOExtConfig(eval_pass_at_k=...)` and `compare` use these.
+"""
+
+from .core import EvalVerifier, PromptResult, evaluate_prompts, score_prompt, summarize
+from .estimators import maj_at_k, pass_at_k, vote
+from .intervals import bootstrap_mean_ci
+from .runner import evaluate_dataset, pass_rate_rows, summary_table, write_results
+
+__all__ = [
+    "EvalVerifier",
+    "PromptResult",
+    "bootstrap_mean_ci",
+    "evaluate_dataset",
+    "evaluate_prompts",
+    "maj_at_k",
+    "pass_at_k",
+    "pass_rate_rows",
+    "score_prompt",
+    "summarize",
+    "summary_table",
+    "vote",
+    "write_results",
+]

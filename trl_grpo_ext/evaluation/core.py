@@ -1,0 +1,197 @@
+"""The evaluation core: sample n completions per prompt, score them with registered verifiers, reduce per prompt.
+
+`evaluate_prompts` takes a sampler (`sampling.TransformersSampler`, or any callable with its signature), the rows,
+and the verifiers; `summarize` reduces the per-prompt results to means with bootstrap intervals over prompts.
+
+A sample is correct when every verifier gives it full marks (score >= 1; partial credit is not a pass). A sample a
+verifier could not score (None: an unusable reference or the verifier's own failure) is not correct and is counted
+in `unscored`, so a broken verifier lowers the figures visibly instead of raising them. The first verifier's
+extracted answers are the votes of maj@k (`estimators`, `equivalence`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from trl_grpo_ext.verifiers import VerificationResult
+
+from .equivalence import group_answers, is_full_marks
+from .estimators import check_k, maj_at_k, pass_at_k, vote
+from .intervals import bootstrap_mean_ci
+
+# sampler(row index, prompt, n, greedy) -> n completion texts; the index seeds the prompt's draws.
+Sampler = Callable[[int, Any, int, bool], list[str]]
+
+
+@dataclass(frozen=True)
+class EvalVerifier:
+    """A verifier (`get_verifier(name, **options)`) and the dataset column holding its references."""
+
+    name: str
+    verifier: Any
+    reference_column: str
+
+
+@dataclass
+class PromptResult:
+    """One prompt's figures. `pass_at` / `maj_at`: k -> estimate; `greedy_correct`: None unless asked."""
+
+    index: int
+    n: int
+    correct: int
+    unscored: int
+    pass_at: dict[int, float]
+    maj_at: dict[int, float]
+    majority_answer: str | None
+    majority_correct: float
+    greedy_correct: bool | None = None
+    answers: list[str | None] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        row = asdict(self)
+        row["pass_at"] = {f"pass@{k}": v for k, v in self.pass_at.items()}
+        row["maj_at"] = {f"maj@{k}": v for k, v in self.maj_at.items()}
+        return {**{k: v for k, v in row.items() if k not in ("pass_at", "maj_at")}, **row["pass_at"], **row["maj_at"]}
+
+
+def check_settings(num_samples: int, ks: Sequence[int]) -> None:
+    """ValueError for a sample count below 1 or a k outside 1..num_samples."""
+    if isinstance(num_samples, bool) or not isinstance(num_samples, int) or num_samples < 1:
+        raise ValueError(f"num_samples={num_samples!r} must be an integer >= 1.")
+    if not ks:
+        raise ValueError("k: give at least one k, e.g. 1.")
+    for k in ks:
+        check_k(k, num_samples)
+
+
+def verdicts(completions: list[str], row: dict, verifiers: Sequence[EvalVerifier]) -> list[list[Any]]:
+    """Per verifier, the VerificationResult of each completion against the row's reference."""
+    out = []
+    for spec in verifiers:
+        if spec.reference_column not in row:
+            raise KeyError(f"verifier {spec.name!r} needs the column {spec.reference_column!r}; row has {list(row)}.")
+        references = [row[spec.reference_column]] * len(completions)
+        try:
+            results = list(spec.verifier.verify_batch(completions, references))
+            if len(results) != len(completions):
+                raise TypeError(f"verify_batch returned {len(results)} results for {len(completions)} completions")
+        except Exception as exc:  # the verifier's own failure: no verdict for these samples, never a crash or a 0
+            results = [VerificationResult(None, f"internal_error: {type(exc).__name__}: {exc}")] * len(completions)
+        out.append(results)
+    return out
+
+
+def sample_is_correct(results_per_verifier: list[list[Any]], i: int) -> bool:
+    return all(is_full_marks(results[i].score) for results in results_per_verifier)
+
+
+def score_prompt(
+    index: int,
+    completions: list[str],
+    row: dict,
+    verifiers: Sequence[EvalVerifier],
+    ks: Sequence[int],
+    greedy_completion: str | None = None,
+) -> PromptResult:
+    """Score one prompt's samples (and its greedy completion, when given) and reduce them to its figures."""
+    results = verdicts(completions + ([greedy_completion] if greedy_completion is not None else []), row, verifiers)
+    n = len(completions)
+    correct = [sample_is_correct(results, i) for i in range(n)]
+    unscored = sum(any(r[i].score is None for r in results) for i in range(n))
+    extracted = [r.extracted for r in results[0][:n]]
+    figures = sample_figures(completions, extracted, correct, verifiers[0].verifier, ks)
+    return PromptResult(
+        index=index,
+        n=n,
+        correct=sum(correct),
+        unscored=unscored,
+        **figures,
+        greedy_correct=None if greedy_completion is None else sample_is_correct(results, n),
+        answers=extracted,
+    )
+
+
+def sample_figures(
+    completions: Sequence[str],
+    extracted: Sequence[str | None],
+    correct: Sequence[bool],
+    verifier: Any,
+    ks: Sequence[int],
+) -> dict[str, Any]:
+    """pass@k and maj@k of one prompt's samples, and its majority answer with the vote's credit."""
+    n = len(completions)
+    classes = group_answers(completions, extracted, verifier)
+    correct_classes = {c for c, ok in zip(classes, correct) if c is not None and ok}
+    winner, credit = vote(classes, correct_classes)
+    return {
+        "pass_at": {k: pass_at_k(n, sum(correct), k) for k in ks},
+        "maj_at": {k: maj_at_k(classes, correct_classes, k) for k in ks},
+        "majority_answer": None if winner is None else extracted[classes.index(winner)],
+        "majority_correct": credit,
+    }
+
+
+def evaluate_prompts(
+    rows: Sequence[dict],
+    indices: Sequence[int],
+    sampler: Sampler,
+    verifiers: Sequence[EvalVerifier],
+    num_samples: int,
+    ks: Sequence[int],
+    greedy: bool = False,
+    prompt_column: str = "prompt",
+    progress: Callable[[int], Any] | None = None,
+) -> list[PromptResult]:
+    """The figures of `rows[i]` for each i of `indices` (the rows this process evaluates); `progress(1)` per prompt."""
+    check_settings(num_samples, ks)
+    if not verifiers:
+        raise ValueError("evaluation needs at least one verifier.")
+    out = []
+    for index in indices:
+        row = rows[index]
+        completions = sampler(index, row[prompt_column], num_samples, False)
+        greedy_completion = sampler(index, row[prompt_column], 1, True)[0] if greedy else None
+        out.append(score_prompt(index, list(completions), row, verifiers, ks, greedy_completion))
+        if progress is not None:
+            progress(1)
+    return out
+
+
+def summarize(results: Sequence[PromptResult], ks: Sequence[int], seed: int = 0) -> dict:
+    """{"pass@k": {"mean", "ci95", "n"}, "maj@k": {...}, ["greedy": {...}], "n_prompts", "n_samples", ...}."""
+    summary: dict[str, Any] = {}
+    for k in ks:
+        summary[f"pass@{k}"] = bootstrap_mean_ci([r.pass_at[k] for r in results], seed)
+    for k in ks:
+        summary[f"maj@{k}"] = bootstrap_mean_ci([r.maj_at[k] for r in results], seed)
+    if results and results[0].greedy_correct is not None:
+        summary["greedy"] = bootstrap_mean_ci([float(r.greedy_correct) for r in results], seed)
+    summary["n_prompts"] = len(results)
+    summary["n_samples"] = results[0].n if results else 0
+    summary["unscored_samples"] = sum(r.unscored for r in results)
+    summary["interval"] = f"95% percentile bootstrap over prompts, seed {seed}"
+    return summary
+
+
+def grouped_figures(
+    correct: Sequence[bool],
+    completions: Sequence[str],
+    extracted: Sequence[str | None],
+    group_size: int,
+    ks: Sequence[int],
+    verifier: Any,
+) -> dict[str, list[float]]:
+    """{"pass@k": [one value per group], ..., "maj@k": [...]} for samples laid out as consecutive groups of
+    `group_size` completions of one prompt (GRPOTrainer's layout)."""
+    if len(correct) % group_size:
+        raise ValueError(f"{len(correct)} samples do not split into groups of {group_size}.")
+    out: dict[str, list[float]] = {f"{kind}@{k}": [] for kind in ("pass", "maj") for k in ks}
+    for start in range(0, len(correct), group_size):
+        group = slice(start, start + group_size)
+        figures = sample_figures(completions[group], extracted[group], correct[group], verifier, ks)
+        for k in ks:
+            out[f"pass@{k}"].append(figures["pass_at"][k])
+            out[f"maj@{k}"].append(figures["maj_at"][k])
+    return out

@@ -1,0 +1,49 @@
+"""The held-out rows and the verifiers of a task (the `--config` YAML of `compare` and `evaluate`, or the built-in
+arithmetic task), as the evaluation core takes them."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from trl_grpo_ext.compare.plan import Task, import_verifier_modules
+
+from .core import EvalVerifier
+
+
+def held_out_split(task: Task) -> str | None:
+    """The task's held-out split: `eval_split`, else the built-in task's fixed "held_out" part, else None."""
+    if task.eval_split is not None:
+        return task.eval_split
+    return "held_out" if task.dataset_name is None else None
+
+
+def load_eval_rows(task: Task, split: str, max_prompts: int | None = None) -> tuple[Any, list[dict]]:
+    """(the split's rows as stored, the same rows as {"prompt": ..., <reference column>: ...}), the first
+    `max_prompts` rows only when given. The prompts are built as training builds them (system prompt, chat)."""
+    from datasets import Dataset
+
+    from trl_grpo_ext.compare.worker import as_prompt_dataset, load_raw_dataset
+    from trl_grpo_ext.datasets import arithmetic_split
+
+    if max_prompts is not None and max_prompts < 1:
+        raise ValueError(f"--max_prompts {max_prompts}: must be >= 1.")
+    builtin = task.dataset_name is None and task.eval_dataset is None
+    if builtin:
+        raw = Dataset.from_list(arithmetic_split(split))
+    else:
+        source = dataclasses.replace(task, dataset_name=task.eval_dataset or task.dataset_name)
+        raw = load_raw_dataset(source, split)
+    if max_prompts is not None:
+        raw = raw.select(range(min(max_prompts, len(raw))))
+    if len(raw) == 0:
+        raise ValueError(f"split {split!r} of the task's dataset has no rows to evaluate.")
+    return raw, (raw if builtin else as_prompt_dataset(raw, task)).to_list()
+
+
+def build_verifiers(task: Task) -> list[EvalVerifier]:
+    """One `EvalVerifier` per name in `reward_verifiers` (after `verifier_imports`), reading `reference_column`."""
+    from trl_grpo_ext.verifiers import get_verifier
+
+    import_verifier_modules(task)
+    return [EvalVerifier(name, get_verifier(name), task.reference_column) for name in task.reward_verifiers]
