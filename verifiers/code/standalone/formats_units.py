@@ -17,6 +17,7 @@ class CandidateFailure(Exception):
     """The candidate raised, or sent something that is not plain data."""
 
     type_name = ""  # the type of the exception the candidate raised, as its sandbox reported it
+    type_names = frozenset()  # that type's classes, its own first (see candidate_raised)
 
 
 class CandidateGone(BaseException):
@@ -66,44 +67,71 @@ class ParameterSet:
 
 _RAISED_TYPES: dict[str, type] = {}
 _NOT_MAPPED = (StopIteration, StopAsyncIteration, BaseExceptionGroup)
+MAX_TYPE_NAMES = 32
 
 
-def candidate_raised(error_text: str) -> CandidateFailure:
+class CandidateExit(SystemExit):
+    """The candidate called `sys.exit()` (or raised SystemExit) in a call: test code expecting it
+    (`pytest.raises(SystemExit)`, `assertRaises(SystemExit)`) sees it, as in plain execution, and, as there, it is not
+    an `Exception`: `except Exception` in test code does not swallow it."""
+
+    type_name = "SystemExit"
+    type_names = frozenset({"SystemExit"})
+
+    def __str__(self):
+        return self.message
+
+
+def candidate_raised(error_text: str, type_names=(), exit_code=None) -> BaseException:
     """The exception the judge raises for a call in which the candidate raised `error_text` ("ValueError: msg").
 
-    A builtin exception type keeps its type (the object is both a `ValueError` and a `CandidateFailure`), so test code
-    that expects it (`pytest.raises(ValueError)`, `assertRaises(KeyError)`, `except ZeroDivisionError`) behaves as in
-    plain execution; `str()` gives the candidate's message. Other types (the candidate's own classes, or standard ones
-    such as `json.JSONDecodeError`) arrive as a plain CandidateFailure carrying the type's name: the sandbox reports a
-    name, not the class.
+    `type_names`: the names of the classes of the candidate's exception, its own first (`[InvalidInput, AppError,
+    ValueError, Exception, BaseException]`), as the sandbox reported them. The first builtin exception type among them
+    is kept (the object is both a `ValueError` and a `CandidateFailure`), so test code that expects it
+    (`pytest.raises(ValueError)`, `assertRaises(KeyError)`, `except ZeroDivisionError`) behaves as in plain
+    execution, a candidate's subclass of ValueError included; `str()` gives the candidate's message, never its class's
+    name. Other types (the candidate's own classes) arrive as a plain CandidateFailure carrying the names, so
+    `pytest.raises(solution.AppError)` matches a subclass of `AppError` too. SystemExit arrives as CandidateExit.
     """
     name, _, message = error_text.partition(": ")
-    base = getattr(builtins, name, None)
-    exc = None
-    if name.isidentifier() and isinstance(base, type) and issubclass(base, Exception) and base is not Exception:
-        if not issubclass(base, _NOT_MAPPED):
-            exc = _make_raised(name, base, message)
-    if exc is None:
-        exc = CandidateFailure(error_text)
-    exc.type_name = name
+    names = [name]
+    if type(type_names) is list:
+        names += [n for n in type_names[:MAX_TYPE_NAMES] if type(n) is str and n.isidentifier()]
+    if "SystemExit" in names:
+        exc = CandidateExit(exit_code)
+    else:
+        base = next(filter(None, map(_builtin_exception, names)), None)
+        exc = _make_raised(base, message) if base is not None else CandidateFailure(message)
+    exc.message, exc.type_name, exc.type_names = message, name, frozenset(names)
     return exc
 
 
-def _make_raised(name: str, base: type, message: str):
-    cls = _RAISED_TYPES.get(name)
+def _builtin_exception(name: str) -> type | None:
+    base = getattr(builtins, name, None)
+    if isinstance(base, type) and issubclass(base, Exception) and base is not Exception:
+        if not issubclass(base, _NOT_MAPPED):
+            return base
+    return None
+
+
+def _make_raised(base: type, message: str):
+    cls = _RAISED_TYPES.get(base.__name__)
     if cls is None:
-        cls = _RAISED_TYPES[name] = type(name, (base, CandidateFailure), {"__str__": lambda self: self.message})
+        cls = _RAISED_TYPES[base.__name__] = type(
+            base.__name__, (base, CandidateFailure), {"__str__": lambda self: self.message}
+        )
     try:
         exc = cls(message)
     except Exception:  # UnicodeDecodeError and friends want more arguments; the message is all there is
         exc = cls.__new__(cls, message)
-    exc.message = message
     return exc
 
 
 def describe(exc: BaseException) -> str:
     message = str(exc)[:200]
-    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    name = getattr(exc, "type_name", "") if isinstance(exc, (CandidateFailure, CandidateExit)) else ""
+    name = name or type(exc).__name__
+    return f"{name}: {message}" if message else name
 
 
 class UnitTally:

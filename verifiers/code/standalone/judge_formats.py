@@ -18,7 +18,15 @@ from formats_imports import ImportRewriter
 from formats_modules import count_tests, is_test_module, process_tool
 from formats_pytest import make_stand_in
 from formats_runner import run_test_module
-from formats_units import CandidateFailure, CandidateGone, ReferenceFault, UnitTally, UnsupportedTest, describe
+from formats_units import (
+    CandidateExit,
+    CandidateFailure,
+    CandidateGone,
+    ReferenceFault,
+    UnitTally,
+    UnsupportedTest,
+    describe,
+)
 from judge_namespace import CandidateModule, bind_candidate
 from judge_proxy import RemoteObject, Session, candidate_class_name
 
@@ -32,7 +40,7 @@ def reference_fault(exc: BaseException, session: "Session") -> str | None:
     """
     if isinstance(exc, UnsupportedTest):
         return str(exc)
-    if isinstance(exc, CandidateFailure):
+    if isinstance(exc, (CandidateFailure, CandidateExit)):
         return None
     if isinstance(exc, ImportError):
         hint = ""
@@ -121,7 +129,8 @@ def judge_asserts(job: dict, session: Session, tree: ast.Module, recorder: Asser
         fault = reference_fault(exc, session)
         if fault:
             return {"unusable": fault}
-        error = f"candidate_error: {describe(exc)}" if isinstance(exc, CandidateFailure) else describe(exc)
+        candidate = isinstance(exc, (CandidateFailure, CandidateExit))
+        error = f"candidate_error: {describe(exc)}" if candidate else describe(exc)
     return {"total": len(recorder.lines), "passed": tally.passed(), "failures": tally.failures, "error": error}
 
 

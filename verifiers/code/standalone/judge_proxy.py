@@ -44,14 +44,15 @@ class Session:
             self.gone = "reply out of sequence"
             raise CandidateGone(self.gone)
         if not reply["ok"]:
-            raise candidate_raised(str(reply.get("error"))[:300])
+            raise candidate_raised(str(reply.get("error"))[:300], reply.get("types"), exit_code(reply.get("code")))
         try:
             return reply, decode(reply.get("value"), self.make_handle)
         except (ProtocolError, MemoryError, RecursionError) as exc:
             raise CandidateFailure(f"reply is not plain data: {describe(exc)}") from None
 
-    def make_handle(self, number: int, type_name: str):
-        return RemoteObject(self, {"h": number}, type_name)
+    def make_handle(self, number: int, _type_name: str):
+        # The type's name is the candidate's choice (`class Valid`): it never reaches what the test code can read.
+        return RemoteObject(self, {"h": number}, "object")
 
     def call(self, target: dict, args: tuple, kwargs: dict):
         encoded_args = [encode(a, remote_reference) for a in args]
@@ -59,6 +60,14 @@ class Session:
         reply, value = self.request("call", target, args=encoded_args, kwargs=encoded_kwargs)
         apply_mutations(args, reply.get("args_after"), self.make_handle)
         return value
+
+
+def exit_code(encoded):
+    """A SystemExit's code as the sandbox sent it: plain data, or None."""
+    try:
+        return decode(encoded)
+    except ProtocolError:
+        return None
 
 
 def remote_reference(obj):
@@ -85,12 +94,14 @@ def apply_mutations(args: tuple, after, make_handle) -> None:
 
 class RemoteObject:
     """A candidate function, class or object. It can be called, its attributes read, and iterated; it cannot be
-    compared, hashed or tested for truth, so it can never stand in for an expected value."""
+    compared, hashed or tested for truth, so it can never stand in for an expected value. Its string form is the
+    judge's text alone (`<candidate object>`): a class the candidate names `Valid` cannot satisfy `'Valid' in
+    str(result)`."""
 
-    def __init__(self, session: Session, target: dict, type_name: str = "function"):
+    def __init__(self, session: Session, target: dict, kind: str = "function"):
         self._session = session
         self._target = target
-        self._type_name = type_name
+        self._kind = kind  # "function" or "object": the judge's words, never the candidate's
 
     def __call__(self, *args, **kwargs):
         return self._session.call(self._target, args, kwargs)
@@ -105,12 +116,12 @@ class RemoteObject:
 
     def _refuse(self, *_):
         self._session.touched = True
-        raise TypeError(f"a {self._type_name} from the candidate is not plain data and cannot be compared")
+        raise TypeError(f"a {self._kind} from the candidate is not plain data and cannot be compared")
 
     __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __bool__ = __hash__ = __len__ = _refuse
 
     def __repr__(self):
-        return f"<candidate {self._type_name}>"
+        return f"<candidate {self._kind}>"
 
 
 def candidate_class_name(obj) -> str | None:

@@ -29,18 +29,19 @@ class ProtocolError(Exception):
 
 
 class Unrepresentable:
-    """Stands for a value the sandbox could not encode: comparing it or testing its truth raises, so it fails."""
+    """Stands for a value the sandbox could not encode: comparing it or testing its truth raises, so it fails. The
+    type's name the sandbox reported is the candidate's choice: it is kept out of the string form and the error."""
 
     def __init__(self, type_name: str):
         self.type_name = type_name
 
     def _refuse(self, *_):
-        raise TypeError(f"a {self.type_name} returned by the candidate is not plain data")
+        raise TypeError("a value returned by the candidate is not plain data")
 
     __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __bool__ = __hash__ = _refuse
 
     def __repr__(self):
-        return f"<unrepresentable {self.type_name}>"
+        return "<unrepresentable value>"
 
 
 def encode(value, handle_of=None, depth=0):
