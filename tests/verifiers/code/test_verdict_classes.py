@@ -9,10 +9,9 @@ itself). Part 2, correct programs that scored 0 or None: see test_verdict_fideli
 from __future__ import annotations
 
 import json
-import textwrap
 
 import pytest
-from code_verifier_helpers import make_code_verifier
+from code_verifier_helpers import assert_correct, assert_wrong, make_code_verifier
 
 from trl_grpo_ext.verifiers.code.standalone.protocol import decode
 
@@ -22,24 +21,6 @@ def verifier():
     v = make_code_verifier(10, partial_credit=False)
     yield v
     v.close()
-
-
-def verdict(verifier, code, reference):
-    result = verifier.verify(textwrap.dedent(code), reference)
-    return result.score, result.reason, result.details.get("failures")
-
-
-def assert_correct(verifier, code, reference):
-    score, reason, failures = verdict(verifier, code, reference)
-    assert (score, reason) == (1.0, "correct"), failures
-
-
-def assert_wrong(verifier, code, reference, reason="wrong", failure=None):
-    """Scores 0 with `reason` (a prefix), and, when given, `failure` in the first failure's error."""
-    score, got, failures = verdict(verifier, code, reference)
-    assert score == 0.0 and got.startswith(reason), (got, failures)
-    if failure is not None:
-        assert failures and failure in failures[0]["error"], failures
 
 
 # --- the string form of what the candidate returns holds no text it chose ---
@@ -118,7 +99,9 @@ def test_apps_list_of_dicts_is_compared_whole(verifier, row):
 def test_apps_dict_keys_become_ints_only_where_every_key_converts(verifier):
     # APPS's `{int(k): v ...}` runs in a try: keys that are not numbers leave the dict as it is (and unwrapped)
     words = json.dumps({"fn_name": "count", "inputs": [["a b a"]], "outputs": [{"a": 2, "b": 1}]})
-    assert_correct(verifier, "from collections import Counter\ndef count(s):\n    return dict(Counter(s.split()))", words)
+    assert_correct(
+        verifier, "from collections import Counter\ndef count(s):\n    return dict(Counter(s.split()))", words
+    )
     assert_wrong(verifier, "def count(s):\n    return [{'a': 2, 'b': 1}]", words, failure="returned")
     numbers = json.dumps({"fn_name": "squares", "inputs": [[3]], "outputs": [[{"1": 1, "2": 4}, {"3": 9}]]})
     assert_correct(verifier, "def squares(n):\n    return [{1: 1, 2: 4}, {3: 9}]", numbers)

@@ -7,7 +7,7 @@ limits, drops to an unprivileged uid, puts the allowed site-packages (if any) on
 why not) and only then runs the candidate:
 
     {"mode": "functions", "code": str}  exec the code, report its global names, then serve one request per line:
-        {"id": n, "op": "call" | "getattr" | "iter" | "get", "target": {"name": str} | {"h": n}, ...}
+        {"id": n, "op": "call" | "getattr" | "iter" | "next" | "get", "target": {"name": str} | {"h": n}, ...}
     {"mode": "script", "code": str, "stdin": str}  run the code as __main__; its stdout is the answer
 
 Nothing this process sends is trusted: the candidate shares the interpreter and may rewrite any of it. That is why
@@ -16,7 +16,6 @@ which alone holds the expected values and does the comparisons.
 """
 
 import builtins
-import itertools
 import json
 import os
 import resource
@@ -27,7 +26,7 @@ import types
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from protocol import MAX_MESSAGE_BYTES, LineReader, decode, encode, write_message  # noqa: E402
 
-MAX_ITER_ITEMS = 1 << 20
+MAX_NEXT_ITEMS = 1 << 12  # items of an iterator per request: the judge asks for 1, 2, 4, ... as it consumes them
 DATA_TYPES = (list, dict, set)
 
 
@@ -52,14 +51,18 @@ def apply_limits(limits: dict) -> None:
 
 
 class Handles:
-    """Objects that are not plain data stay here; the judge refers to them by number."""
+    """Objects that are not plain data stay here; the judge refers to them by number, one number per object (an
+    iterator the judge advances must be one stream however often it comes back: `iter(gen) is gen`)."""
 
     def __init__(self):
         self.objects = {}
+        self.numbers = {}  # id(obj) -> number; the objects are kept alive, so ids are not reused
 
     def add(self, obj):
-        number = len(self.objects) + 1
-        self.objects[number] = obj
+        number = self.numbers.get(id(obj))
+        if number is None:
+            number = self.numbers[id(obj)] = len(self.objects) + 1
+            self.objects[number] = obj
         return {"h": number, "type": type(obj).__name__}
 
     def get(self, number, _type_name=None):
@@ -90,11 +93,15 @@ def answer(request: dict, namespace: dict, handles: Handles) -> dict:
             kwargs = {k: decode(v, handles.get) for k, v in request["kwargs"].items()}
             value = obj(*args, **kwargs)
             after = [encode(a, handles.add) if type(a) in DATA_TYPES else None for a in args]
-            return {"id": request_id, "ok": True, "value": encode(value, handles.add), "args_after": after}
+            kwargs_after = {k: encode(v, handles.add) for k, v in kwargs.items() if type(v) in DATA_TYPES}
+            reply = {"id": request_id, "ok": True, "value": encode(value, handles.add), "args_after": after}
+            return {**reply, "kwargs_after": kwargs_after} if kwargs_after else reply
+        if op == "next":
+            return next_items(request_id, obj, request.get("count"), handles)
         if op == "getattr":
             value = getattr(obj, request["attr"])
         elif op == "iter":
-            value = list(itertools.islice(iter(obj), MAX_ITER_ITEMS))
+            value = iter(obj)
         elif op == "get":
             value = obj
         else:
@@ -102,6 +109,22 @@ def answer(request: dict, namespace: dict, handles: Handles) -> dict:
         return {"id": request_id, "ok": True, "value": encode(value, handles.add)}
     except BaseException as exc:  # SystemExit too: a call that exits has not returned a value
         return {"id": request_id, "ok": False, "error": describe(exc), **exception_classes(exc)}
+
+
+def next_items(request_id, iterator, count, handles: Handles) -> dict:
+    """Up to `count` items of `next(iterator)`; "done" once it is exhausted; an exception after some items comes
+    with them, so that the judge raises it where plain iteration would (a generator that raised is over)."""
+    items, reply = [], {"id": request_id, "ok": True, "done": False}
+    try:
+        for _ in range(max(1, min(int(count), MAX_NEXT_ITEMS))):
+            items.append(next(iterator))
+    except StopIteration:
+        reply["done"] = True
+    except BaseException as exc:
+        if not items:
+            raise
+        reply["raised"] = {"error": describe(exc), **exception_classes(exc)}
+    return {**reply, "value": encode(items, handles.add)}
 
 
 def exception_classes(exc: BaseException) -> dict:

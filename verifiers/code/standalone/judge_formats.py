@@ -12,7 +12,7 @@ anything from the candidate reached it (`reference_fault`).
 import ast
 import sys
 
-from formats_asserts import AssertRecorder, Tally
+from formats_asserts import AssertRecorder, Tally, unused_functions
 from formats_calls import judge_cases
 from formats_imports import ImportRewriter
 from formats_modules import count_tests, is_test_module, process_tool
@@ -75,7 +75,8 @@ def judge(job: dict, session: Session) -> dict:
         if is_test_module(tree) and not (job.get("entry_point") and defines_check):  # BigCodeBench rows name one
             kind, total = "tests", count_tests(tree)
         else:
-            recorder = AssertRecorder()
+            recorder = AssertRecorder(unused_functions(tree, (check_name,) if job.get("entry_point") else ()))
+            tree = ImportRewriter(job.get("module") or "solution").visit(tree)  # `from solution import f` in a script
             kind, tree = "asserts", ast.fix_missing_locations(recorder.visit(tree))
             if not recorder.lines:
                 return {"unusable": "the test code has no assert statement"}
@@ -112,7 +113,9 @@ def judge_asserts(job: dict, session: Session, tree: ast.Module, recorder: Asser
     error = None
     try:
         namespace = bind_candidate(session, kinds, referenced)
-        namespace["__judge_assert__"] = tally
+        bind_solution_module(namespace, session, kinds, job.get("module") or "solution", referenced)
+        # run as `python -c code + tests` runs it: `if __name__ == "__main__":` blocks run
+        namespace.update(__name__="__main__", __judge_assert__=tally)
         exec(compile(tree, TEST_FILE, "exec"), namespace)
         if entry_point:
             check = namespace.get(job.get("check_name") or "check")
@@ -145,12 +148,7 @@ def judge_test_module(job: dict, session: Session, tree: ast.Module, kinds: dict
     tally = UnitTally(lambda exc: reference_fault(exc, session), lambda: session.gone)
     try:
         namespace = bind_candidate(session, kinds, referenced)
-        solution = CandidateModule(session, kinds, module)
-        namespace.update(
-            __judge_import__=solution.__getattr__, __judge_module__=lambda: solution,
-            __judge_star__=lambda names: solution.star(names, referenced),
-            __judge_unsupported__=CandidateModule.unsupported, __judge_pytest__=make_stand_in(candidate_class_name),
-        )  # fmt: skip
+        bind_solution_module(namespace, session, kinds, module, referenced)
         exec(compile(tree, TEST_FILE, "exec"), namespace)
     except UnsupportedTest as exc:
         return {"unusable": str(exc)}
@@ -164,6 +162,17 @@ def judge_test_module(job: dict, session: Session, tree: ast.Module, kinds: dict
     except UnsupportedTest as exc:
         return {"unusable": str(exc)}
     return tally.verdict()
+
+
+def bind_solution_module(namespace: dict, session: Session, kinds: dict, module: str, referenced: set) -> None:
+    """What the imports rewritten by formats_imports.py call: the solution's module is the candidate, `pytest` the
+    stand-in."""
+    solution = CandidateModule(session, kinds, module)
+    namespace.update(
+        __judge_import__=solution.__getattr__, __judge_module__=lambda: solution,
+        __judge_star__=lambda names: solution.star(names, referenced),
+        __judge_unsupported__=CandidateModule.unsupported, __judge_pytest__=make_stand_in(candidate_class_name),
+    )  # fmt: skip
 
 
 def judge_calls(job: dict, session: Session, kinds: dict) -> dict:

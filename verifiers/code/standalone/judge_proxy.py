@@ -5,6 +5,8 @@ builtin data, so the `==` of an assert is always the builtin one and the expecte
 proxy cannot be compared, hashed or tested for truth: it can never stand in for an expected value.
 """
 
+import collections
+
 from formats_units import CandidateFailure, CandidateGone, UnsupportedTest, candidate_raised, describe
 from protocol import MAX_MESSAGE_BYTES, LineReader, ProtocolError, decode, encode, write_message
 
@@ -18,6 +20,7 @@ class Session:
         self.next_id = 0
         self.gone = None
         self.touched = False  # something the candidate provided reached the test code (see `reference_fault`)
+        self.handles: dict[int, RemoteObject] = {}
 
     def read_message(self):
         try:
@@ -52,13 +55,20 @@ class Session:
 
     def make_handle(self, number: int, _type_name: str):
         # The type's name is the candidate's choice (`class Valid`): it never reaches what the test code can read.
-        return RemoteObject(self, {"h": number}, "object")
+        # One proxy per object, as the sandbox keeps one number per object: an iterator stays one stream.
+        if number not in self.handles:
+            self.handles[number] = RemoteObject(self, {"h": number}, "object")
+        return self.handles[number]
 
     def call(self, target: dict, args: tuple, kwargs: dict):
         encoded_args = [encode(a, remote_reference) for a in args]
         encoded_kwargs = {str(k): encode(v, remote_reference) for k, v in kwargs.items()}
         reply, value = self.request("call", target, args=encoded_args, kwargs=encoded_kwargs)
         apply_mutations(args, reply.get("args_after"), self.make_handle)
+        after = reply.get("kwargs_after")
+        if kwargs and type(after) is dict:  # `sort_in_place(nums=xs)` mutates xs too
+            names = list(kwargs)
+            apply_mutations(tuple(kwargs.values()), [after.get(str(name)) for name in names], self.make_handle)
         return value
 
 
@@ -77,7 +87,8 @@ def remote_reference(obj):
 
 
 def apply_mutations(args: tuple, after, make_handle) -> None:
-    """Mirror in-place changes the candidate made to list, dict and set arguments (e.g. an in-place sort)."""
+    """Mirror in-place changes the candidate made to list, dict and set arguments, positional or keyword (e.g. an
+    in-place sort)."""
     if type(after) is not list or len(after) != len(args):
         return
     for arg, new in zip(args, after):
@@ -102,6 +113,7 @@ class RemoteObject:
         self._session = session
         self._target = target
         self._kind = kind  # "function" or "object": the judge's words, never the candidate's
+        self._stream = None  # the items fetched ahead, when it is iterated with next()
 
     def __call__(self, *args, **kwargs):
         return self._session.call(self._target, args, kwargs)
@@ -112,7 +124,33 @@ class RemoteObject:
         return self._session.request("getattr", self._target, attr=attr)[1]
 
     def __iter__(self):
-        return iter(self._session.request("iter", self._target)[1])
+        iterator = self._session.request("iter", self._target)[1]
+        if not isinstance(iterator, RemoteObject):  # a forged reply: a list is not what iter() gives
+            raise CandidateFailure("iter() of a candidate object returned plain data")
+        return iterator
+
+    def __next__(self):
+        """The next item of a candidate iterator (a generator, `islice(gen, n)`), fetched in batches of 1, 2, 4, ...
+        items as they are consumed: never more than twice what the test took, so an endless generator is fine."""
+        if self._stream is None:
+            self._stream = {"items": collections.deque(), "done": False, "raised": None, "batch": 1}
+        stream = self._stream
+        if not stream["items"] and not stream["done"] and stream["raised"] is None:
+            reply, items = self._session.request("next", self._target, count=stream["batch"])
+            if type(items) is not list:
+                raise CandidateFailure("next() of a candidate iterator returned no list of items")
+            stream["items"].extend(items)
+            stream["batch"] = min(2 * stream["batch"], 1 << 12)
+            stream["done"] = reply.get("done") is True
+            raised = reply.get("raised")
+            if type(raised) is dict:
+                stream["raised"] = candidate_raised(str(raised.get("error"))[:300], raised.get("types"))
+        if stream["items"]:
+            return stream["items"].popleft()
+        if stream["raised"] is not None:
+            raised, stream["raised"], stream["done"] = stream["raised"], None, True
+            raise raised
+        raise StopIteration
 
     def _refuse(self, *_):
         self._session.touched = True

@@ -7,6 +7,8 @@ and bounds nesting. JSON objects are always tagged wrappers:
 
     {"t": [...]} tuple     {"s": [...]} set      {"fs": [...]} frozenset   {"d": [[k, v], ...]} dict
     {"b": hex} bytes       {"c": [re, im]} complex   {"i": hex} int beyond 64 bits (no digit limit)
+    {"ba": hex} bytearray  {"C": [[k, v], ...]} Counter   {"od": [[k, v], ...]} OrderedDict   {"dq": [[...], maxlen]}
+    {"dd": [factory, [[k, v], ...]]} defaultdict   {"nt": [[field, ...], [...]]} namedtuple
     {"h": n, "type": name} handle to an object kept in the candidate sandbox
     {"x": type name} a value that could not be encoded (never equals anything)
 
@@ -15,6 +17,7 @@ Lists, str, bool, None, small ints and floats (NaN and infinities included) are 
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 
@@ -65,6 +68,8 @@ def encode(value, handle_of=None, depth=0):
         return {"b": value.hex()}
     if kind is complex:
         return {"c": [value.real, value.imag]}
+    if kind in _CONTAINERS or _is_namedtuple(value):
+        return _encode_container(value, handle_of, depth)
     handle = handle_of(value) if handle_of is not None else None
     if handle is not None:
         return handle
@@ -114,9 +119,86 @@ def _decode_tagged(data, make_handle, depth):
         return int(body, 16)
     if tag == "x" and type(body) is str:
         return Unrepresentable(body[:100])
+    if tag in _CONTAINER_TAGS:
+        return _decode_container(tag, body, make_handle, depth)
     if tag == "h" and type(body) is int and make_handle is not None:
         return make_handle(body, str(data.get("type", "object"))[:100])
     raise ProtocolError(f"unknown tag {tag!r}")
+
+
+# The standard library's containers that solutions return as data (`Counter(words)`, a `namedtuple`), rebuilt as the
+# same standard types on the other side. A namedtuple arrives as a namedtuple of the judge's making with the same
+# fields (its class, methods and name stay behind: its string form is a tuple's); a defaultdict keeps a builtin
+# default factory, or gets a handle to the candidate's own (a lambda), which the judge then calls.
+_CONTAINERS = {
+    bytearray: "ba", collections.Counter: "C", collections.OrderedDict: "od", collections.defaultdict: "dd",
+    collections.deque: "dq",
+}  # fmt: skip
+_CONTAINER_TAGS = {*_CONTAINERS.values(), "nt"}
+_FACTORIES = {f.__name__: f for f in (int, float, str, bytes, bool, complex, list, dict, set, frozenset, tuple)}
+_NAMEDTUPLES: dict = {}
+MAX_FIELDS = 256
+MAX_NAMEDTUPLE_CLASSES = 1000
+
+
+def _is_namedtuple(value) -> bool:
+    fields = getattr(type(value), "_fields", None) if isinstance(value, tuple) else None
+    return type(fields) is tuple and all(type(f) is str for f in fields) and len(fields) == len(value)
+
+
+def _encode_container(value, handle_of, depth):
+    def items(values):
+        return [encode(v, handle_of, depth + 1) for v in values]
+
+    kind = type(value)
+    if kind is bytearray:
+        return {"ba": value.hex()}
+    if kind is collections.deque:
+        return {"dq": [items(value), value.maxlen]}
+    if kind in _CONTAINERS:
+        pairs = [items(pair) for pair in dict.items(value)]
+        if kind is not collections.defaultdict:
+            return {_CONTAINERS[kind]: pairs}
+        factory = value.default_factory
+        named = factory.__name__ if _FACTORIES.get(getattr(factory, "__name__", None)) is factory else None
+        return {"dd": [named or (encode(factory, handle_of, depth + 1) if factory is not None else None), pairs]}
+    return {"nt": [list(type(value)._fields), items(tuple.__iter__(value))]}
+
+
+def _decode_container(tag, body, make_handle, depth):
+    if tag == "ba" and type(body) is str:
+        return bytearray.fromhex(body)
+    body = _as_list(body)
+    if tag == "dq" and len(body) == 2 and (body[1] is None or type(body[1]) is int):
+        return collections.deque(decode(body[0], make_handle, depth + 1), body[1])
+    if tag in ("C", "od", "dd"):
+        pairs = decode(body[1] if tag == "dd" else body, make_handle, depth + 1)
+        if not (type(pairs) is list and all(type(p) is list and len(p) == 2 for p in pairs)):
+            raise ProtocolError("dict entries must be [key, value] pairs")
+        if tag == "C":
+            return collections.Counter(dict(pairs))
+        if tag == "od":
+            return collections.OrderedDict(pairs)
+        factory = body[0]
+        factory = _FACTORIES.get(factory) if type(factory) is str else decode(factory, make_handle, depth + 1)
+        return collections.defaultdict(factory if callable(factory) else None, pairs)
+    if tag == "nt" and len(body) == 2:
+        return _namedtuple(body[0])._make(decode(body[1], make_handle, depth + 1))
+    raise ProtocolError(f"malformed {tag!r} value")
+
+
+def _namedtuple(fields) -> type:
+    fields = tuple(fields) if type(fields) is list and len(fields) <= MAX_FIELDS else None
+    if fields not in _NAMEDTUPLES:
+        if len(_NAMEDTUPLES) >= MAX_NAMEDTUPLE_CLASSES:  # each is a class to build: a reply cannot ask for millions
+            raise ProtocolError("too many kinds of namedtuple")
+        try:
+            cls = collections.namedtuple("namedtuple", fields)
+        except (TypeError, ValueError):  # not identifiers, a keyword, a duplicate, a leading underscore
+            raise ProtocolError("malformed namedtuple fields") from None
+        cls.__repr__ = tuple.__repr__
+        _NAMEDTUPLES[fields] = cls
+    return _NAMEDTUPLES[fields]
 
 
 def _as_list(body):
