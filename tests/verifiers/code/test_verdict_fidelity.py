@@ -225,3 +225,112 @@ def test_a_subclass_of_a_builtin_exception_is_that_builtin(verifier):
     )
     assert_correct(verifier, "import json\ndef load(s):\n    return json.loads(s)", tests)
     assert_wrong(verifier, "def load(s):\n    raise RuntimeError(s)", tests, reason="candidate_error: RuntimeError")
+
+
+# --- xunit-style set-up: setup_module, setup_function, setup_class, setUpModule ---
+
+XUNIT_PYTEST = """
+from solution import add
+calls = []
+
+def setup_module(module):
+    module.base = add(1, 1)
+
+def teardown_module():
+    calls.clear()
+
+def setup_function(function):
+    calls.append(function.__name__)
+
+def teardown_function(function):
+    calls.remove(function.__name__)
+
+def test_base():
+    assert base == 2 and calls == ["test_base"]
+
+class TestShared:
+    @classmethod
+    def setup_class(cls):
+        cls.five = add(2, 3)
+
+    def test_five(self):
+        assert self.five == 5 and calls == []
+"""
+XUNIT_UNITTEST = """
+import unittest
+from solution import add
+state = {}
+
+def setUpModule():
+    state["three"] = add(1, 2)
+
+def tearDownModule():
+    state.clear()
+
+class TestState(unittest.TestCase):
+    def test_three(self):
+        self.assertEqual(state["three"], 3)
+
+    def test_four(self):
+        self.assertEqual(add(2, 2), 4)
+"""
+
+
+@pytest.mark.parametrize("tests", [XUNIT_PYTEST, XUNIT_UNITTEST], ids=["pytest", "unittest"])
+def test_xunit_style_set_up_runs_as_under_pytest_and_unittest(verifier, tests):
+    assert_correct(verifier, ADD, tests)
+    assert_wrong(verifier, "def add(a, b):\n    return a * b\n", tests, failure="AssertionError")
+
+
+def test_a_failing_module_set_up_fails_every_test():
+    v = make_code_verifier(10, partial_credit=True)
+    try:
+        for tests in (XUNIT_PYTEST, XUNIT_UNITTEST):
+            result = v.verify("def add(a, b):\n    raise ValueError('no')\n", tests)
+            assert (result.score, result.details["passed"], result.details["total"]) == (0.0, 0, 2), result.details
+            assert "ValueError" in result.details["failures"][0]["error"]
+    finally:
+        v.close()
+
+
+# --- a function named like a standard module ---
+
+LEAP = "def calendar(year):\n    return year % 4 == 0 and (year % 100 != 0 or year % 400 == 0)\n"
+STDLIB_NAMED = {
+    "asserts": "assert calendar(2024)\nassert not calendar(1900)\nassert calendar(2000)\n",
+    "pytest": "from solution import calendar\n\ndef test_leap():\n    assert calendar(2024) and not calendar(1900)\n",
+    "module": "import solution\n\ndef test_leap():\n    assert solution.calendar(2000) and not solution.calendar(1900)\n",
+}
+
+
+@pytest.mark.parametrize("tests", sorted(STDLIB_NAMED))
+def test_a_function_named_like_a_standard_module(verifier, tests):
+    assert_correct(verifier, LEAP, STDLIB_NAMED[tests])
+    assert_wrong(verifier, "def calendar(year):\n    return year % 4 == 0\n", STDLIB_NAMED[tests])
+
+
+def test_a_name_the_test_uses_as_a_module_stays_the_module(verifier):
+    # `math.isclose` in the test is the real math, whatever the candidate calls math
+    fake = "class math:\n    @staticmethod\n    def isclose(a, b):\n        return True\ndef root(x):\n    return x\n"
+    tests = "assert math.isclose(root(4.0), 2.0)\n"
+    assert_correct(verifier, "import math\ndef root(x):\n    return math.sqrt(x)\n", tests)
+    assert_wrong(verifier, fake, tests, failure="assertion is false")
+
+
+# --- module-level state read after calls ---
+
+MEMO = "memo = {}\ndef fib(n):\n    if n not in memo:\n        memo[n] = n if n < 2 else fib(n - 1) + fib(n - 2)\n    return memo[n]\n"
+NO_MEMO = "memo = {}\ndef fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n"
+MEMO_TESTS = {
+    "asserts": "assert memo == {}\nassert fib(10) == 55\nassert memo[10] == 55 and len(memo) == 11\n",
+    "check": "def check(candidate):\n    candidate(5)\n    assert 5 in memo\n\ncheck(fib)\n",
+    "pytest": "from solution import fib, memo as cache\n\ndef test_memo():\n    assert fib(10) == 55\n"
+    "    assert cache.get(10) == 55\n",
+    "counter": "assert fib(3) == 2\nassert sorted(memo) == [0, 1, 2, 3]\nassert fib(4) == 3\nassert len(memo) == 5\n",
+}
+
+
+@pytest.mark.parametrize("tests", sorted(MEMO_TESTS))
+def test_module_level_state_is_read_as_the_calls_left_it(verifier, tests):
+    assert_correct(verifier, MEMO, MEMO_TESTS[tests])
+    assert_wrong(verifier, NO_MEMO, MEMO_TESTS[tests])

@@ -14,7 +14,7 @@ import sys
 
 from formats_asserts import AssertRecorder, Tally, unused_functions
 from formats_calls import judge_cases
-from formats_imports import ImportRewriter
+from formats_imports import ImportRewriter, LiveNames, live_names
 from formats_modules import count_tests, is_test_module, process_tool
 from formats_pytest import make_stand_in
 from formats_runner import run_test_module
@@ -27,7 +27,7 @@ from formats_units import (
     UnsupportedTest,
     describe,
 )
-from judge_namespace import CandidateModule, bind_candidate
+from judge_namespace import CandidateModule, LiveValues, bind_candidate, candidate_values, names_used
 from judge_proxy import RemoteObject, Session, candidate_class_name
 
 TEST_FILE = "<test>"
@@ -108,14 +108,15 @@ def start_candidate(session: Session) -> dict:
 def judge_asserts(job: dict, session: Session, tree: ast.Module, recorder: AssertRecorder, kinds: dict) -> dict:
     """Assert-style test code, or HumanEval's `check(candidate)`: each assert statement counts."""
     tally = Tally(recorder.lines, lambda exc: reference_fault(exc, session), lambda: session.gone)
-    referenced = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    referenced, as_module = names_used(tree)
     entry_point = job.get("entry_point")
     error = None
     try:
-        namespace = bind_candidate(session, kinds, referenced)
-        bind_solution_module(namespace, session, kinds, job.get("module") or "solution", referenced)
+        namespace = bind_candidate(session, kinds, referenced, as_module)
+        bind_solution_module(namespace, session, kinds, job.get("module") or "solution", (referenced, as_module))
         # run as `python -c code + tests` runs it: `if __name__ == "__main__":` blocks run
         namespace.update(__name__="__main__", __judge_assert__=tally)
+        tree = ast.fix_missing_locations(LiveNames(live_names(tree, candidate_values(kinds))).visit(tree))
         exec(compile(tree, TEST_FILE, "exec"), namespace)
         if entry_point:
             check = namespace.get(job.get("check_name") or "check")
@@ -144,11 +145,12 @@ def judge_test_module(job: dict, session: Session, tree: ast.Module, kinds: dict
     a proxy of its `f`, as `import solution` binds one of the module; `import pytest` binds the stand-in."""
     module = job.get("module") or "solution"
     tree = ast.fix_missing_locations(ImportRewriter(module).visit(tree))
-    referenced = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    referenced, as_module = names_used(tree)
     tally = UnitTally(lambda exc: reference_fault(exc, session), lambda: session.gone)
     try:
-        namespace = bind_candidate(session, kinds, referenced)
-        bind_solution_module(namespace, session, kinds, module, referenced)
+        namespace = bind_candidate(session, kinds, referenced, as_module)
+        bind_solution_module(namespace, session, kinds, module, (referenced, as_module))
+        tree = ast.fix_missing_locations(LiveNames(live_names(tree, candidate_values(kinds))).visit(tree))
         exec(compile(tree, TEST_FILE, "exec"), namespace)
     except UnsupportedTest as exc:
         return {"unusable": str(exc)}
@@ -164,14 +166,16 @@ def judge_test_module(job: dict, session: Session, tree: ast.Module, kinds: dict
     return tally.verdict()
 
 
-def bind_solution_module(namespace: dict, session: Session, kinds: dict, module: str, referenced: set) -> None:
+def bind_solution_module(namespace: dict, session: Session, kinds: dict, module: str, used: tuple) -> None:
     """What the imports rewritten by formats_imports.py call: the solution's module is the candidate, `pytest` the
-    stand-in."""
-    solution = CandidateModule(session, kinds, module)
+    stand-in. `used`: the names the test uses, and those it uses as modules (`names_used`)."""
+    referenced, as_module = used
+    solution = CandidateModule(session, kinds, module, as_module)
     namespace.update(
         __judge_import__=solution.__getattr__, __judge_module__=lambda: solution,
         __judge_star__=lambda names: solution.star(names, referenced),
         __judge_unsupported__=CandidateModule.unsupported, __judge_pytest__=make_stand_in(candidate_class_name),
+        __judge_value__=LiveValues(session),
     )  # fmt: skip
 
 

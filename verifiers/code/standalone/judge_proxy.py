@@ -21,6 +21,7 @@ class Session:
         self.gone = None
         self.touched = False  # something the candidate provided reached the test code (see `reference_fault`)
         self.handles: dict[int, RemoteObject] = {}
+        self.actions = 0
 
     def read_message(self):
         try:
@@ -34,6 +35,7 @@ class Session:
 
     def request(self, op: str, target: dict, **fields):
         self.touched = True
+        self.actions += op != "get"  # what may change the candidate's state (see judge_namespace.LiveValues)
         if self.gone:
             raise CandidateGone(self.gone)
         self.next_id += 1
