@@ -334,3 +334,19 @@ MEMO_TESTS = {
 def test_module_level_state_is_read_as_the_calls_left_it(verifier, tests):
     assert_correct(verifier, MEMO, MEMO_TESTS[tests])
     assert_wrong(verifier, NO_MEMO, MEMO_TESTS[tests])
+
+
+# --- arguments beyond the 64 MiB the judge reads from the sandbox: the test's own data is not bounded by it ---
+
+
+def test_an_argument_over_64_mib_reaches_the_candidate(verifier):
+    tests = "text = 'ab' * (36 << 20)\nassert count_a(text) == 36 << 20\n"  # 72 MiB of JSON
+    assert_correct(verifier, "def count_a(s):\n    return s.count('a')\n", tests)
+    assert_wrong(verifier, "def count_a(s):\n    return len(s) // 3\n", tests, failure="assertion is false")
+
+
+def test_an_unchanged_argument_is_not_sent_back(verifier):
+    # only what the call changed crosses back: objects nested in an argument the call left alone keep their identity
+    tests = "row = [1, 2]\ngrid = [row, [3]]\nassert total(grid) == 6\nassert grid[0] is row and grid == [[1, 2], [3]]\n"
+    assert_correct(verifier, "def total(g):\n    return sum(map(sum, g))\n", tests)
+    assert_wrong(verifier, "def total(g):\n    g[0].append(0)\n    return 6\n", tests, failure="assertion is false")

@@ -24,7 +24,7 @@ import traceback
 import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from protocol import MAX_MESSAGE_BYTES, LineReader, decode, encode, write_message  # noqa: E402
+from protocol import MAX_REQUEST_BYTES, LineReader, decode, encode, write_message  # noqa: E402
 
 MAX_NEXT_ITEMS = 1 << 12  # items of an iterator per request: the judge asks for 1, 2, 4, ... as it consumes them
 DATA_TYPES = (list, dict, set)
@@ -92,8 +92,9 @@ def answer(request: dict, namespace: dict, handles: Handles) -> dict:
             args = [decode(a, handles.get) for a in request["args"]]
             kwargs = {k: decode(v, handles.get) for k, v in request["kwargs"].items()}
             value = obj(*args, **kwargs)
-            after = [encode(a, handles.add) if type(a) in DATA_TYPES else None for a in args]
-            kwargs_after = {k: encode(v, handles.add) for k, v in kwargs.items() if type(v) in DATA_TYPES}
+            after = [changed(a, sent, handles) for a, sent in zip(args, request["args"])]
+            kwargs_after = {k: changed(v, request["kwargs"][k], handles) for k, v in kwargs.items()}
+            kwargs_after = {k: v for k, v in kwargs_after.items() if v is not None}
             reply = {"id": request_id, "ok": True, "value": encode(value, handles.add), "args_after": after}
             return {**reply, "kwargs_after": kwargs_after} if kwargs_after else reply
         if op == "next":
@@ -109,6 +110,14 @@ def answer(request: dict, namespace: dict, handles: Handles) -> dict:
         return {"id": request_id, "ok": True, "value": encode(value, handles.add)}
     except BaseException as exc:  # SystemExit too: a call that exits has not returned a value
         return {"id": request_id, "ok": False, "error": describe(exc), **exception_classes(exc)}
+
+
+def changed(argument, sent, handles: Handles):
+    """A list, dict or set argument as the call left it, or None when it is as it was sent (nothing to send back)."""
+    if type(argument) not in DATA_TYPES:
+        return None
+    now = encode(argument, handles.add)
+    return None if now == sent else now
 
 
 def next_items(request_id, iterator, count, handles: Handles) -> dict:
@@ -194,7 +203,7 @@ def serve(request_fd: int, reply_fd: int, limits: dict) -> None:
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 2)  # stderr was for start-up failures only
     os.close(devnull)
-    requests = LineReader(request_fd, MAX_MESSAGE_BYTES)
+    requests = LineReader(request_fd, MAX_REQUEST_BYTES)
     init = requests.read_message()
     if init is None:
         return

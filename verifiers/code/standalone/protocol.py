@@ -22,8 +22,12 @@ import json
 import os
 
 MAX_DEPTH = 100
-# The longest message (one JSON line) the judge and the sandbox accept from each other.
+# The longest message (one JSON line) the judge accepts from the sandbox: what it sends is the candidate's, and the
+# judge's memory must not be the candidate's to spend.
 MAX_MESSAGE_BYTES = 1 << 26
+# The longest request the sandbox accepts from the judge (the test's arguments, trusted): beyond the message bound, so
+# that a test passing a 100 MiB list does not fail a correct candidate; the candidate's address space bounds it anyway.
+MAX_REQUEST_BYTES = 1 << 30
 _SMALL_INT = 1 << 62
 
 
