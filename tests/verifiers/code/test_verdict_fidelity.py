@@ -211,12 +211,42 @@ OWN_ERROR_TESTS = (
 )
 
 
-def test_subclasses_of_the_solutions_own_exceptions(verifier):
-    assert_correct(verifier, OWN_ERRORS, OWN_ERROR_TESTS)
+OWN_ERROR_UNITTEST = (
+    "import unittest\nfrom solution import find, AppError, NotFound\n\nclass T(unittest.TestCase):\n"
+    "    def test_missing(self):\n        with self.assertRaises(AppError):\n            find({}, 'a')\n"
+    "        self.assertRaises(NotFound, find, {}, 'b')\n\n    def test_bad_key(self):\n"
+    "        with self.assertRaises(KeyError):\n            find({}, 1)\n"
+)
+OWN_ERROR_EXCEPT = (
+    "try:\n    find({}, 'a')\n    caught = None\nexcept AppError as e:\n    caught = e\n"
+    "assert isinstance(caught, NotFound) and str(caught) == 'a'\n"
+    "try:\n    find({}, 1)\nexcept KeyError as e:\n    caught = e\n"
+    "assert isinstance(caught, AppError) and isinstance(caught, BadKey) and not isinstance(caught, NotFound)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "tests", [OWN_ERROR_TESTS, OWN_ERROR_UNITTEST, OWN_ERROR_EXCEPT], ids=["pytest", "unittest", "except"]
+)
+def test_subclasses_of_the_solutions_own_exceptions(verifier, tests):
+    assert_correct(verifier, OWN_ERRORS, tests)
     unrelated = OWN_ERRORS.replace("class NotFound(AppError)", "class NotFound(Exception)")
-    assert_wrong(verifier, unrelated, OWN_ERROR_TESTS, failure="NotFound")
+    assert_wrong(verifier, unrelated, tests, reason="wrong" if "def test" in tests else "candidate_error: NotFound")
     plain = OWN_ERRORS.replace("class BadKey(KeyError, AppError)", "class BadKey(AppError)")
-    assert_wrong(verifier, plain, OWN_ERROR_TESTS, failure="BadKey")
+    assert_wrong(verifier, plain, tests, reason="wrong" if "def test" in tests else "candidate_error: BadKey")
+
+
+def test_the_candidates_exception_classes_are_not_the_tests():
+    # a class the test defines is its own: a candidate's exception that names it is not an instance of it
+    tests = (
+        "class Invalid(Exception):\n    pass\n\ntry:\n    check(1)\n    ok = False\nexcept Invalid:\n    ok = True\n"
+    )
+    tests += "except Exception:\n    ok = False\nassert ok\n"
+    v = make_code_verifier(10)
+    try:
+        assert_wrong(v, "class Invalid(Exception):\n    pass\ndef check(x):\n    raise Invalid()", tests)
+    finally:
+        v.close()
 
 
 def test_a_subclass_of_a_builtin_exception_is_that_builtin(verifier):
@@ -347,6 +377,8 @@ def test_an_argument_over_64_mib_reaches_the_candidate(verifier):
 
 def test_an_unchanged_argument_is_not_sent_back(verifier):
     # only what the call changed crosses back: objects nested in an argument the call left alone keep their identity
-    tests = "row = [1, 2]\ngrid = [row, [3]]\nassert total(grid) == 6\nassert grid[0] is row and grid == [[1, 2], [3]]\n"
+    tests = (
+        "row = [1, 2]\ngrid = [row, [3]]\nassert total(grid) == 6\nassert grid[0] is row and grid == [[1, 2], [3]]\n"
+    )
     assert_correct(verifier, "def total(g):\n    return sum(map(sum, g))\n", tests)
     assert_wrong(verifier, "def total(g):\n    g[0].append(0)\n    return 6\n", tests, failure="assertion is false")

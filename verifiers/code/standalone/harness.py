@@ -70,13 +70,16 @@ class Handles:
 
 
 def global_kinds(namespace: dict) -> dict:
-    """Name -> "module:<name>", "callable" or "value" for the candidate's public globals."""
+    """Name -> "module:<name>", "exception" (an exception class), "callable" or "value" for the candidate's public
+    globals."""
     kinds = {}
     for name, value in namespace.items():
         if name.startswith("__"):
             continue
         if type(value) is types.ModuleType:
             kinds[name] = "module:" + str(getattr(value, "__name__", ""))
+        elif isinstance(value, type) and issubclass(value, BaseException):
+            kinds[name] = "exception"
         else:
             kinds[name] = "callable" if callable(value) else "value"
     return kinds

@@ -55,7 +55,7 @@ def bind_candidate(session: Session, kinds: dict, referenced: set, as_module: se
     for name, kind in kinds.items():
         if not isinstance(name, str) or not name.isidentifier() or hasattr(builtins, name) or name not in referenced:
             continue
-        own_function = kind == "callable" and name not in as_module
+        own_function = kind in ("callable", "exception") and name not in as_module
         value = bind_name(session, name, kind, own_function) if name not in RESERVED else _UNBOUND
         if value is not _UNBOUND:
             namespace[name] = value
@@ -69,6 +69,8 @@ def bind_name(session: Session, name: str, kind, own_function: bool = False):
         kind = f"module:{name}"
     if kind == "callable":
         return RemoteObject(session, {"name": name})
+    if kind == "exception":  # a class of the judge's making that the candidate's exceptions of that name belong to
+        return session.classes.named_class(name) or RemoteObject(session, {"name": name})
     if isinstance(kind, str) and kind.startswith("module:"):
         module = _stdlib_module(kind.split(":", 1)[1])
         if module is not None and name not in sys.stdlib_module_names:
@@ -120,7 +122,8 @@ class CandidateModule:
         if name.startswith("__"):
             raise AttributeError(name)
         kind = self._kinds.get(name)
-        value = bind_name(self._session, name, kind, kind == "callable") if name in self._kinds else _UNBOUND
+        own = kind in ("callable", "exception")
+        value = bind_name(self._session, name, kind, own) if name in self._kinds else _UNBOUND
         if value is _UNBOUND:
             raise candidate_raised(f"ImportError: cannot import name {name!r} from {self._module!r}")
         return value

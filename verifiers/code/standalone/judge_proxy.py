@@ -7,7 +7,14 @@ proxy cannot be compared, hashed or tested for truth: it can never stand in for 
 
 import collections
 
-from formats_units import CandidateFailure, CandidateGone, UnsupportedTest, candidate_raised, describe
+from formats_units import (
+    CandidateClasses,
+    CandidateFailure,
+    CandidateGone,
+    UnsupportedTest,
+    candidate_raised,
+    describe,
+)
 from protocol import MAX_MESSAGE_BYTES, LineReader, ProtocolError, decode, encode, write_message
 
 
@@ -21,6 +28,7 @@ class Session:
         self.gone = None
         self.touched = False  # something the candidate provided reached the test code (see `reference_fault`)
         self.handles: dict[int, RemoteObject] = {}
+        self.classes = CandidateClasses()  # the candidate's exception classes, as the test code sees them
         self.actions = 0
 
     def read_message(self):
@@ -49,7 +57,8 @@ class Session:
             self.gone = "reply out of sequence"
             raise CandidateGone(self.gone)
         if not reply["ok"]:
-            raise candidate_raised(str(reply.get("error"))[:300], reply.get("types"), exit_code(reply.get("code")))
+            error, types = str(reply.get("error"))[:300], reply.get("types")
+            raise candidate_raised(error, types, exit_code(reply.get("code")), self.classes)
         try:
             return reply, decode(reply.get("value"), self.make_handle)
         except (ProtocolError, MemoryError, RecursionError) as exc:
@@ -146,7 +155,8 @@ class RemoteObject:
             stream["done"] = reply.get("done") is True
             raised = reply.get("raised")
             if type(raised) is dict:
-                stream["raised"] = candidate_raised(str(raised.get("error"))[:300], raised.get("types"))
+                error, types = str(raised.get("error"))[:300], raised.get("types")
+                stream["raised"] = candidate_raised(error, types, classes=self._session.classes)
         if stream["items"]:
             return stream["items"].popleft()
         if stream["raised"] is not None:
