@@ -35,6 +35,9 @@ SCRIPTS = {
     "import_solution": "import solution\nassert solution.add(1, 2) == 3\nassert solution.add(5, 2) == 7\n",
     "unittest_main_in_guard": "import unittest\nassert add(1, 2) == 3\nassert add(5, 2) == 7\n\n"
     "if __name__ == '__main__':\n    unittest.main()\n",
+    "exits_with_unittest_main": "import sys, unittest\nassert add(1, 2) == 3\n\nif __name__ == '__main__':\n"
+    "    assert add(5, 2) == 7\n    sys.exit(unittest.main())\n",
+    "exits_at_the_end": "import sys\nassert add(1, 2) == 3\nassert add(5, 2) == 7\nprint('all passed')\nsys.exit(0)\n",
 }
 
 
@@ -42,6 +45,12 @@ SCRIPTS = {
 def test_assert_scripts_run_as_plain_execution_runs_them(verifier, script):
     assert_correct(verifier, ADD, SCRIPTS[script])
     assert_wrong(verifier, SUB, SCRIPTS[script], failure="assertion is false")
+
+
+def test_a_script_that_exits_with_a_failure_status_fails(verifier):
+    tests = "import sys\nfailed = add(1, 2) != 3\nassert add(0, 0) == 0\nsys.exit(1 if failed else 0)\n"
+    assert_correct(verifier, ADD, tests)
+    assert_wrong(verifier, "def add(a, b):\n    return 0\n", tests, reason="SystemExit: 1")
 
 
 def test_a_helper_that_is_called_counts_and_one_that_is_not_does_not():

@@ -21,9 +21,9 @@ class ImportRewriter(ast.NodeTransformer):
     def __init__(self, module: str):
         self.module = module
 
-    def visit_Expr(self, node):
+    def visit_Call(self, node):
         if _runs_tests(node):  # under `if __name__ == "__main__":` too: assert-style scripts run that block
-            return ast.copy_location(ast.Pass(), node)
+            return ast.copy_location(ast.Constant(0), node)  # `sys.exit(unittest.main())` exits with 0
         self.generic_visit(node)
         return node
 
@@ -103,10 +103,9 @@ def live_names(tree: ast.Module, values: set) -> dict:
     return {name: source for name, source in live.items() if name not in bound}
 
 
-def _runs_tests(statement: ast.stmt) -> bool:
-    """A `unittest.main(...)` or `pytest.main(...)` statement: here the judge runs the tests."""
-    call = statement.value if isinstance(statement, ast.Expr) else None
-    function = call.func if isinstance(call, ast.Call) else None
+def _runs_tests(call: ast.Call) -> bool:
+    """A call of `unittest.main(...)` or `pytest.main(...)`: here the judge runs the tests."""
+    function = call.func
     return (
         isinstance(function, ast.Attribute)
         and function.attr == "main"

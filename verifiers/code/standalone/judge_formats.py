@@ -130,12 +130,19 @@ def judge_asserts(job: dict, session: Session, tree: ast.Module, recorder: Asser
     except CandidateGone as exc:  # the remaining asserts did not run: they have not passed
         error = f"candidate_error: {exc}"
     except (Exception, SystemExit) as exc:
+        if ends_script(exc):  # the test code's own `sys.exit(0)`: the script ends there, as in plain execution
+            return {"total": len(recorder.lines), "passed": tally.passed(), "failures": tally.failures, "error": None}
         fault = reference_fault(exc, session)
         if fault:
             return {"unusable": fault}
         candidate = isinstance(exc, (CandidateFailure, CandidateExit))
         error = f"candidate_error: {describe(exc)}" if candidate else describe(exc)
     return {"total": len(recorder.lines), "passed": tally.passed(), "failures": tally.failures, "error": error}
+
+
+def ends_script(exc: BaseException) -> bool:
+    """A successful exit the test code itself asked for (`sys.exit()`, `sys.exit(0)`), not the candidate's."""
+    return type(exc) is SystemExit and exc.code in (None, 0)
 
 
 def judge_test_module(job: dict, session: Session, tree: ast.Module, kinds: dict) -> dict:
