@@ -171,6 +171,14 @@ def test_generators_are_iterated_lazily(verifier, test):
     assert_wrong(verifier, FIB.replace("a + b", "a + b + 1"), GENERATOR_TESTS[test])
 
 
+def test_only_an_iterator_is_an_iterator(verifier):
+    tests = "from collections.abc import Iterator\nassert isinstance(evens(3), Iterator)\nassert next(evens(3)) == 0\n"
+    assert_correct(verifier, "def evens(n):\n    return (2 * i for i in range(n))", tests)
+    not_one = "class Evens:\n    def __init__(self, n):\n        self.n = n\n    def __iter__(self):\n"
+    not_one += "        return iter(range(0, 2 * self.n, 2))\ndef evens(n):\n    return Evens(n)"
+    assert_wrong(verifier, not_one, tests, failure="assertion is false")
+
+
 def test_a_generator_ends_and_raises_where_plain_iteration_would(verifier):
     tests = (
         "import pytest\nfrom solution import parse\n\ndef test_parse():\n    g = parse(['1', 'x'])\n"

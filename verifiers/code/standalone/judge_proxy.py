@@ -15,7 +15,7 @@ from formats_units import (
     candidate_raised,
     describe,
 )
-from protocol import MAX_MESSAGE_BYTES, LineReader, ProtocolError, decode, encode, write_message
+from protocol import ITERATOR, MAX_MESSAGE_BYTES, LineReader, ProtocolError, decode, encode, write_message
 
 
 class Session:
@@ -64,11 +64,13 @@ class Session:
         except (ProtocolError, MemoryError, RecursionError) as exc:
             raise CandidateFailure(f"reply is not plain data: {describe(exc)}") from None
 
-    def make_handle(self, number: int, _type_name: str):
-        # The type's name is the candidate's choice (`class Valid`): it never reaches what the test code can read.
-        # One proxy per object, as the sandbox keeps one number per object: an iterator stays one stream.
+    def make_handle(self, number: int, type_name: str):
+        """One proxy per object, as the sandbox keeps one number per object: an iterator stays one stream. The sandbox
+        says whether the object is an iterator (a claim the candidate could make true by giving its class a
+        `__next__`); nothing else of its type reaches the test."""
         if number not in self.handles:
-            self.handles[number] = RemoteObject(self, {"h": number}, "object")
+            proxy = RemoteIterator if type_name == ITERATOR else RemoteObject
+            self.handles[number] = proxy(self, {"h": number}, "object")
         return self.handles[number]
 
     def call(self, target: dict, args: tuple, kwargs: dict):
@@ -136,9 +138,22 @@ class RemoteObject:
 
     def __iter__(self):
         iterator = self._session.request("iter", self._target)[1]
-        if not isinstance(iterator, RemoteObject):  # a forged reply: a list is not what iter() gives
-            raise CandidateFailure("iter() of a candidate object returned plain data")
+        if not isinstance(iterator, RemoteIterator):  # a forged reply: a list is not what iter() gives
+            raise CandidateFailure("iter() of a candidate object returned no iterator")
         return iterator
+
+    def _refuse(self, *_):
+        self._session.touched = True
+        raise TypeError(f"a {self._kind} from the candidate is not plain data and cannot be compared")
+
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __bool__ = __hash__ = __len__ = _refuse
+
+    def __repr__(self):
+        return f"<candidate {self._kind}>"
+
+
+class RemoteIterator(RemoteObject):
+    """A candidate iterator (a generator): a RemoteObject that `next()` also works on."""
 
     def __next__(self):
         """The next item of a candidate iterator (a generator, `islice(gen, n)`), fetched in batches of 1, 2, 4, ...
@@ -163,15 +178,6 @@ class RemoteObject:
             raised, stream["raised"], stream["done"] = stream["raised"], None, True
             raise raised
         raise StopIteration
-
-    def _refuse(self, *_):
-        self._session.touched = True
-        raise TypeError(f"a {self._kind} from the candidate is not plain data and cannot be compared")
-
-    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __bool__ = __hash__ = __len__ = _refuse
-
-    def __repr__(self):
-        return f"<candidate {self._kind}>"
 
 
 def candidate_class_name(obj) -> str | None:

@@ -9,7 +9,7 @@ and bounds nesting. JSON objects are always tagged wrappers:
     {"b": hex} bytes       {"c": [re, im]} complex   {"i": hex} int beyond 64 bits (no digit limit)
     {"ba": hex} bytearray  {"C": [[k, v], ...]} Counter   {"od": [[k, v], ...]} OrderedDict   {"dq": [[...], maxlen]}
     {"dd": [factory, [[k, v], ...]]} defaultdict   {"nt": [[field, ...], [...]]} namedtuple
-    {"h": n, "type": name} handle to an object kept in the candidate sandbox
+    {"h": n, "type": "object" | ITERATOR} handle to an object kept in the candidate sandbox
     {"x": type name} a value that could not be encoded (never equals anything)
 
 Lists, str, bool, None, small ints and floats (NaN and infinities included) are plain JSON.
@@ -22,6 +22,7 @@ import json
 import os
 
 MAX_DEPTH = 100
+ITERATOR = "<iterator>"  # the "type" of a handle to an iterator: the judge's proxy of it has next()
 # The longest message (one JSON line) the judge accepts from the sandbox: what it sends is the candidate's, and the
 # judge's memory must not be the candidate's to spend.
 MAX_MESSAGE_BYTES = 1 << 26
