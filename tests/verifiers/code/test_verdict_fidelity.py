@@ -399,3 +399,19 @@ def test_an_unchanged_argument_is_not_sent_back(verifier):
     )
     assert_correct(verifier, "def total(g):\n    return sum(map(sum, g))\n", tests)
     assert_wrong(verifier, "def total(g):\n    g[0].append(0)\n    return 6\n", tests, failure="assertion is false")
+
+
+# --- arguments and results nested deeper than 100 levels (up to the protocol's MAX_DEPTH, 1000) ---
+
+DEPTH = "def depth(x):\n    d = 0\n    while isinstance(x, (list, tuple, dict)) and x:\n"
+DEPTH += "        x = x['k'] if isinstance(x, dict) else x[0]\n        d += 1\n    return d\n"
+
+
+@pytest.mark.parametrize("wrap", ["[x]", "(x,)", "{'k': x}"], ids=["list", "tuple", "dict"])
+def test_deeply_nested_arguments_and_results(verifier, wrap):
+    tests = f"x = 1\nfor _ in range(900):\n    x = {wrap}\nassert depth(x) == 900\nassert depth(nest(600)) == 600\n"
+    nest = f"\ndef nest(n):\n    x = 1\n    for _ in range(n):\n        x = {wrap}\n    return x\n"
+    assert_correct(verifier, DEPTH + nest, tests)
+    assert_wrong(verifier, DEPTH.replace("d += 1", "d += 2") + nest, tests, failure="assertion is false")
+    too_deep = nest.replace("range(n)", "range(n + 1000)")
+    assert_wrong(verifier, DEPTH + too_deep, tests, failure="nested too deeply")

@@ -24,7 +24,15 @@ import traceback
 import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from protocol import ITERATOR, MAX_REQUEST_BYTES, LineReader, decode, encode, write_message  # noqa: E402
+from protocol import (  # noqa: E402
+    ITERATOR,
+    MAX_REQUEST_BYTES,
+    LineReader,
+    decode,
+    encode,
+    roomy,
+    write_message,
+)
 
 MAX_NEXT_ITEMS = 1 << 12  # items of an iterator per request: the judge asks for 1, 2, 4, ... as it consumes them
 DATA_TYPES = (list, dict, set)
@@ -94,14 +102,9 @@ def answer(request: dict, namespace: dict, handles: Handles) -> dict:
         obj = namespace[target["name"]] if "name" in target else handles.get(target["h"])
         op = request["op"]
         if op == "call":
-            args = [decode(a, handles.get) for a in request["args"]]
-            kwargs = {k: decode(v, handles.get) for k, v in request["kwargs"].items()}
+            args, kwargs = roomy(decode_arguments, request, handles)
             value = obj(*args, **kwargs)
-            after = [changed(a, sent, handles) for a, sent in zip(args, request["args"])]
-            kwargs_after = {k: changed(v, request["kwargs"][k], handles) for k, v in kwargs.items()}
-            kwargs_after = {k: v for k, v in kwargs_after.items() if v is not None}
-            reply = {"id": request_id, "ok": True, "value": encode(value, handles.add), "args_after": after}
-            return {**reply, "kwargs_after": kwargs_after} if kwargs_after else reply
+            return roomy(call_reply, request, value, args, kwargs, handles)
         if op == "next":
             return next_items(request_id, obj, request.get("count"), handles)
         if op == "getattr":
@@ -112,9 +115,23 @@ def answer(request: dict, namespace: dict, handles: Handles) -> dict:
             value = obj
         else:
             raise ValueError(f"unknown op {op!r}")
-        return {"id": request_id, "ok": True, "value": encode(value, handles.add)}
+        return {"id": request_id, "ok": True, "value": roomy(encode, value, handles.add)}
     except BaseException as exc:  # SystemExit too: a call that exits has not returned a value
         return {"id": request_id, "ok": False, "error": describe(exc), **exception_classes(exc)}
+
+
+def decode_arguments(request: dict, handles: Handles) -> tuple[list, dict]:
+    args = [decode(a, handles.get) for a in request["args"]]
+    return args, {k: decode(v, handles.get) for k, v in request["kwargs"].items()}
+
+
+def call_reply(request: dict, value, args: list, kwargs: dict, handles: Handles) -> dict:
+    """The value a call returned, and the list, dict and set arguments it changed (mirrored in the judge)."""
+    after = [changed(a, sent, handles) for a, sent in zip(args, request["args"])]
+    kwargs_after = {k: changed(v, request["kwargs"][k], handles) for k, v in kwargs.items()}
+    kwargs_after = {k: v for k, v in kwargs_after.items() if v is not None}
+    reply = {"id": request.get("id"), "ok": True, "value": encode(value, handles.add), "args_after": after}
+    return {**reply, "kwargs_after": kwargs_after} if kwargs_after else reply
 
 
 def changed(argument, sent, handles: Handles):
@@ -138,7 +155,7 @@ def next_items(request_id, iterator, count, handles: Handles) -> dict:
         if not items:
             raise
         reply["raised"] = {"error": describe(exc), **exception_classes(exc)}
-    return {**reply, "value": encode(items, handles.add)}
+    return {**reply, "value": roomy(encode, items, handles.add)}
 
 
 def exception_classes(exc: BaseException) -> dict:
@@ -165,8 +182,8 @@ def serve_functions(code: str, requests: LineReader, reply_fd: int) -> None:
         return
     write_message(reply_fd, {"ready": True, "globals": global_kinds(namespace)})
     handles = Handles()
-    while (request := requests.read_message()) is not None:
-        write_message(reply_fd, answer(request, namespace, handles))
+    while (request := roomy(requests.read_message)) is not None:
+        roomy(write_message, reply_fd, answer(request, namespace, handles))
 
 
 def run_script(code: str, stdin_text: str) -> None:

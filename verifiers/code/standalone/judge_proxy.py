@@ -15,7 +15,7 @@ from formats_units import (
     candidate_raised,
     describe,
 )
-from protocol import ITERATOR, MAX_MESSAGE_BYTES, LineReader, ProtocolError, decode, encode, write_message
+from protocol import ITERATOR, MAX_MESSAGE_BYTES, LineReader, ProtocolError, decode, encode, roomy, write_message
 
 
 class Session:
@@ -33,7 +33,7 @@ class Session:
 
     def read_message(self):
         try:
-            message = self.replies.read_message()
+            message = roomy(self.replies.read_message)
         except (ProtocolError, OSError, MemoryError, RecursionError) as exc:  # a reply too big for the judge
             message, self.gone = None, f"unreadable reply: {describe(exc)}"
         if message is None:
@@ -48,7 +48,7 @@ class Session:
             raise CandidateGone(self.gone)
         self.next_id += 1
         try:
-            write_message(self.request_fd, {"id": self.next_id, "op": op, "target": target, **fields})
+            roomy(write_message, self.request_fd, {"id": self.next_id, "op": op, "target": target, **fields})
         except OSError as exc:
             self.gone = f"the candidate sandbox stopped reading ({exc})"
             raise CandidateGone(self.gone) from None
@@ -60,7 +60,7 @@ class Session:
             error, types = str(reply.get("error"))[:300], reply.get("types")
             raise candidate_raised(error, types, exit_code(reply.get("code")), self.classes)
         try:
-            return reply, decode(reply.get("value"), self.make_handle)
+            return reply, roomy(decode, reply.get("value"), self.make_handle)
         except (ProtocolError, MemoryError, RecursionError) as exc:
             raise CandidateFailure(f"reply is not plain data: {describe(exc)}") from None
 
@@ -74,8 +74,7 @@ class Session:
         return self.handles[number]
 
     def call(self, target: dict, args: tuple, kwargs: dict):
-        encoded_args = [encode(a, remote_reference) for a in args]
-        encoded_kwargs = {str(k): encode(v, remote_reference) for k, v in kwargs.items()}
+        encoded_args, encoded_kwargs = roomy(encode_arguments, args, kwargs)
         reply, value = self.request("call", target, args=encoded_args, kwargs=encoded_kwargs)
         apply_mutations(args, reply.get("args_after"), self.make_handle)
         after = reply.get("kwargs_after")
@@ -83,6 +82,12 @@ class Session:
             names = list(kwargs)
             apply_mutations(tuple(kwargs.values()), [after.get(str(name)) for name in names], self.make_handle)
         return value
+
+
+def encode_arguments(args: tuple, kwargs: dict) -> tuple[list, dict]:
+    return [encode(a, remote_reference) for a in args], {
+        str(k): encode(v, remote_reference) for k, v in kwargs.items()
+    }
 
 
 def exit_code(encoded):
@@ -108,7 +113,7 @@ def apply_mutations(args: tuple, after, make_handle) -> None:
         if new is None or type(arg) not in (list, dict, set):
             continue
         try:
-            value = decode(new, make_handle)
+            value = roomy(decode, new, make_handle)
         except ProtocolError:
             continue
         if type(value) is type(arg):

@@ -20,8 +20,14 @@ from __future__ import annotations
 import collections
 import json
 import os
+import sys
 
-MAX_DEPTH = 100
+# How deep a value may nest: deeper than a recursive solution gets under Python's default recursion limit. Encoding,
+# decoding and JSON recurse up to ~4 frames per level (a dict is 3 JSON levels), so both ends raise the recursion
+# limit to RECURSION_LIMIT while they do (JSON's C code needs ~150 bytes of stack per level: 3000 levels are far from
+# the 8 MiB main-thread stack).
+MAX_DEPTH = 1000
+RECURSION_LIMIT = 6 * MAX_DEPTH
 ITERATOR = "<iterator>"  # the "type" of a handle to an iterator: the judge's proxy of it has next()
 # The longest message (one JSON line) the judge accepts from the sandbox: what it sends is the candidate's, and the
 # judge's memory must not be the candidate's to spend.
@@ -30,6 +36,17 @@ MAX_MESSAGE_BYTES = 1 << 26
 # that a test passing a 100 MiB list does not fail a correct candidate; the candidate's address space bounds it anyway.
 MAX_REQUEST_BYTES = 1 << 30
 _SMALL_INT = 1 << 62
+
+
+def roomy(function, *args):
+    """`function(*args)` with the recursion limit that values nested MAX_DEPTH deep need; the code around it (the
+    candidate's in the sandbox, the test's in the judge) keeps its own limit."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, RECURSION_LIMIT))
+    try:
+        return function(*args)
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 class ProtocolError(Exception):
@@ -102,19 +119,14 @@ def _decode_tagged(data, make_handle, depth):
     (tag,) = [k for k in data if k != "type"] or ["?"]
     body = data[tag]
 
-    def items():
-        return [decode(v, make_handle, depth + 1) for v in _as_list(body)]
-
     if tag == "t":
-        return tuple(items())
+        return tuple(_items(body, make_handle, depth))
     if tag == "s":
-        return set(items())
+        return set(_items(body, make_handle, depth))
     if tag == "fs":
-        return frozenset(items())
+        return frozenset(_items(body, make_handle, depth))
     if tag == "d":
-        pairs = items()
-        if not all(type(p) is list and len(p) == 2 for p in pairs):
-            raise ProtocolError("dict entries must be [key, value] pairs")
+        pairs = _pairs(body, make_handle, depth)
         return {k: v for k, v in pairs}
     if tag == "b" and type(body) is str:
         return bytes.fromhex(body)
@@ -175,11 +187,9 @@ def _decode_container(tag, body, make_handle, depth):
         return bytearray.fromhex(body)
     body = _as_list(body)
     if tag == "dq" and len(body) == 2 and (body[1] is None or type(body[1]) is int):
-        return collections.deque(decode(body[0], make_handle, depth + 1), body[1])
+        return collections.deque(_items(body[0], make_handle, depth), body[1])
     if tag in ("C", "od", "dd"):
-        pairs = decode(body[1] if tag == "dd" else body, make_handle, depth + 1)
-        if not (type(pairs) is list and all(type(p) is list and len(p) == 2 for p in pairs)):
-            raise ProtocolError("dict entries must be [key, value] pairs")
+        pairs = _pairs(body[1] if tag == "dd" else body, make_handle, depth)
         if tag == "C":
             return collections.Counter(dict(pairs))
         if tag == "od":
@@ -188,7 +198,7 @@ def _decode_container(tag, body, make_handle, depth):
         factory = _FACTORIES.get(factory) if type(factory) is str else decode(factory, make_handle, depth + 1)
         return collections.defaultdict(factory if callable(factory) else None, pairs)
     if tag == "nt" and len(body) == 2:
-        return _namedtuple(body[0])._make(decode(body[1], make_handle, depth + 1))
+        return _namedtuple(body[0])._make(_items(body[1], make_handle, depth))
     raise ProtocolError(f"malformed {tag!r} value")
 
 
@@ -204,6 +214,18 @@ def _namedtuple(fields) -> type:
         cls.__repr__ = tuple.__repr__
         _NAMEDTUPLES[fields] = cls
     return _NAMEDTUPLES[fields]
+
+
+def _items(body, make_handle, depth) -> list:
+    """A container's items, decoded one level deeper than the container (as encode counts)."""
+    return [decode(v, make_handle, depth + 1) for v in _as_list(body)]
+
+
+def _pairs(body, make_handle, depth) -> list:
+    """A dict's [[key, value], ...], decoded; keys and values one level deeper than the dict (as encode counts)."""
+    if not all(type(p) is list and len(p) == 2 for p in _as_list(body)):
+        raise ProtocolError("dict entries must be [key, value] pairs")
+    return [[decode(k, make_handle, depth + 1), decode(v, make_handle, depth + 1)] for k, v in body]
 
 
 def _as_list(body):
