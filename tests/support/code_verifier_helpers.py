@@ -42,3 +42,18 @@ def sandbox_uid_processes() -> list[int]:
         if uid in ours and state != "Z":
             found.append(int(pid))
     return found
+
+
+def assert_correct(verifier, code: str, reference) -> None:
+    """`code` scores 1.0 with reason `correct`."""
+    result = verifier.verify(code, reference)
+    assert (result.score, result.reason) == (1.0, "correct"), (result.reason, result.details.get("failures"))
+
+
+def assert_wrong(verifier, code: str, reference, reason: str = "wrong", failure: str | None = None) -> None:
+    """`code` scores 0 with a reason that starts with `reason` and, when given, `failure` in its first failure."""
+    result = verifier.verify(code, reference)
+    failures = result.details.get("failures")
+    assert result.score == 0.0 and result.reason.startswith(reason), (result.reason, failures)
+    if failure is not None:
+        assert failures and failure in str(failures[0].get("error")), failures

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import select
 import socket
 import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 
 from ..core.zygote_client import ZygoteClient
 from ..sandbox.pool import SandboxError, SandboxPool
@@ -144,9 +146,10 @@ def outputs_match(actual: str, expected: str, float_tolerance: float | None = No
     """Whether a program's stdout answers a case: the lines of `normalize_output` are equal.
 
     With `float_tolerance`, lines are compared token by token (whitespace-separated), and a token written as a
-    decimal number (with a point or an exponent) on either side equals the other token when both are finite numbers
-    with |got - want| <= float_tolerance * max(1, |want|): the absolute-or-relative error check of judges for
-    problems whose answers are real numbers. Integer tokens stay exact: `1000001` never equals `1000000`.
+    decimal number (with a point or an exponent) equals an expected decimal token when both are finite numbers with
+    |got - want| <= float_tolerance * max(1, |want|): the absolute-or-relative error check of judges for problems
+    whose answers are real numbers. An expected integer token stays exact: only the same number, however written
+    (`1000000.0`, `1e6`), equals `1000000`; `1000001`, `1.234568e11` for `123456789012` and `1e-7` for `0` do not.
     """
     got, want = normalize_output(actual), normalize_output(expected)
     if float_tolerance is None:
@@ -157,16 +160,29 @@ def outputs_match(actual: str, expected: str, float_tolerance: float | None = No
 
 
 def _tokens_match(got: list[str], want: list[str], tolerance: float) -> bool:
-    return len(got) == len(want) and all(a == b or _reals_close(a, b, tolerance) for a, b in zip(got, want))
+    return len(got) == len(want) and all(a == b or _numbers_match(a, b, tolerance) for a, b in zip(got, want))
 
 
-def _reals_close(got: str, want: str, tolerance: float) -> bool:
-    if not any(c in token for token in (got, want) for c in ".eE"):
-        return False  # two integers (or words) that differ
-    try:
-        x, y = float(got), float(want)
-    except ValueError:
+# A number as a checker reads one: optional sign, digits with at most one point, optional exponent. Not `nan`, `inf`,
+# `1_000` or `0x10`, which Python's float() accepts and a judge's checker does not.
+_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_INTEGER = re.compile(r"[+-]?\d+")
+
+
+def _numbers_match(got: str, want: str, tolerance: float) -> bool:
+    """Two different tokens that are both numbers: an integer expected token needs the same number exactly, written
+    as a decimal (`1e6` and `1000000.0` are 1000000; `1.234568e11` is not 123456789012, nor `1e-7` 0); an expected
+    decimal token accepts a number within the tolerance."""
+    if not (_DECIMAL.fullmatch(got) and _DECIMAL.fullmatch(want)):
         return False
+    if _INTEGER.fullmatch(want):  # two integer tokens that differ as text differ (`05`, `+5`, `-0`)
+        if _INTEGER.fullmatch(got):
+            return False
+        try:
+            return Decimal(got) == Decimal(want)  # exact, whatever the exponent: no float rounding
+        except InvalidOperation:  # an exponent beyond what a Decimal holds: no integer
+            return False
+    x, y = float(got), float(want)
     return math.isfinite(x) and math.isfinite(y) and abs(x - y) <= tolerance * max(1.0, abs(y))
 
 

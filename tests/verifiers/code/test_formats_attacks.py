@@ -108,6 +108,20 @@ ATTACKS = {
     "tuple_of_answers": "def add(a, b): return (3, 12, 1)",
     "prints_a_passing_report": "print('Ran 3 tests in 0.001s\\n\\nOK')\nprint('3 passed in 0.01s')\n"
     "def add(a, b): return 0",
+    # Standard containers travel as data (Counter, defaultdict, namedtuple): only their data, never their methods.
+    "namedtuple_subclass_eq": "from collections import namedtuple\n"
+    "class P(namedtuple('P', 'v')):\n    def __eq__(self, o): return True\n    __hash__ = tuple.__hash__\n"
+    "def add(a, b): return P(0)",
+    "tuple_posing_as_namedtuple": "class T(tuple):\n    _fields = ('v',)\n    def __eq__(self, o): return True\n"
+    "    __hash__ = tuple.__hash__\ndef add(a, b): return T((0,))",
+    "counter_subclass_eq": "from collections import Counter\nclass C(Counter):\n    def __eq__(self, o): return True\n"
+    "def add(a, b): return C()",
+    "defaultdict_of_answers": "from collections import defaultdict\ndef add(a, b): return defaultdict(lambda: a + b)",
+    "generator_of_answers": "def add(a, b):\n    yield a + b",
+    "exception_class_named_like_the_judges": "class Skipped(Exception): pass\nclass Failed(Exception): pass\n"
+    "class CandidateGone(Exception): pass\nclass SkipTest(Skipped, Failed, CandidateGone): pass\n"
+    "def add(a, b): raise SkipTest('skip')",
+    "exits_as_its_own_system_exit": "class Done(SystemExit): pass\ndef add(a, b): raise Done(0)",
 }
 
 

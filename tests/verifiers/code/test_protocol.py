@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import json
 import math
+import operator
 from unittest import mock
 
 import pytest
 
-from trl_grpo_ext.verifiers.code.standalone.protocol import ProtocolError, Unrepresentable, decode, encode
+from trl_grpo_ext.verifiers.code.standalone.protocol import (
+    MAX_DEPTH,
+    ProtocolError,
+    Unrepresentable,
+    decode,
+    encode,
+    roomy,
+)
 from trl_grpo_ext.verifiers.code.verifier import extract_code, parse_reference
 
 PLAIN_VALUES = [
@@ -59,14 +68,23 @@ def test_decoder_refuses_malformed_values(message):
         decode(message)
 
 
-def test_decoder_bounds_nesting():
-    deep = 0
-    for _ in range(500):
-        deep = [deep]
+def nested(levels: int, wrap):
+    value = 0
+    for _ in range(levels):
+        value = wrap(value)
+    return value
+
+
+@pytest.mark.parametrize("wrap", [lambda v: [v], lambda v: (v,), lambda v: {"k": v}], ids=["list", "tuple", "dict"])
+def test_decoder_bounds_nesting(wrap):
+    # as deep as MAX_DEPTH travels, under the recursion limit `roomy` gives; one level more is refused
+    fits, too_deep = nested(MAX_DEPTH, wrap), nested(MAX_DEPTH + 2, wrap)
+    back = roomy(decode, roomy(json.loads, roomy(json.dumps, roomy(encode, fits))))
+    assert roomy(operator.eq, back, fits)
     with pytest.raises(ProtocolError):
-        decode(deep)
+        roomy(encode, too_deep)
     with pytest.raises(ProtocolError):
-        encode(deep)
+        roomy(decode, [roomy(encode, fits)])
 
 
 def test_extract_code_takes_the_last_python_block():

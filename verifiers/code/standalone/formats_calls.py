@@ -7,7 +7,7 @@ Each case is one unit (formats_units.py). Two comparisons, chosen by code/format
   a tuple result counts as a list; it passes if it equals the expected value, or the expected value's first element
   when that is a non-empty list (APPS wraps many single outputs in a list: `"outputs": [[true], [false]]`), or, for a
   list of tuples, if its tuples as lists equal that first element. As there, dict keys that JSON turned into strings
-  become ints again when they all can, in the first argument and in the expected value.
+  become ints again when they all can, in the first argument and in the expected value (`_apps_keys`).
 - `exact` (rows whose inputs are LiveCodeBench's newline-separated JSON text), after LiveCodeBench's
   `grade_call_based`: a tuple result counts as a list, and it must equal the expected value.
 
@@ -41,7 +41,7 @@ def judge_cases(job: dict, kinds: dict, remote, tally: UnitTally) -> dict:
                     found.append(remote(name))
                 else:
                     raise CandidateFailure(f"the completion defines no function {name!r} and no class Solution")
-            except (Exception, CandidateGone) as exc:
+            except (Exception, CandidateGone, SystemExit) as exc:
                 found.append(exc)
         if isinstance(found[0], BaseException):
             raise found[0]
@@ -100,20 +100,25 @@ def apps_match(output, expected) -> bool:
         return False
 
 
-def _int_keys(value):
+def _int_keys(value: dict) -> dict | None:
+    """The dict with int keys, as APPS's `{int(k): v for k, v in d.items()}`; None when a key does not convert (APPS's
+    `try` then leaves the value as it is)."""
     try:
         return {int(k): v for k, v in value.items()}
-    except (TypeError, ValueError):
-        return value
+    except (TypeError, ValueError, OverflowError):
+        return None
 
 
 def _apps_keys(args: list, expected):
-    """APPS undoes JSON's string keys: in a dict first argument, and in a dict expected value (which it also wraps in
-    a list). Unlike APPS, which keeps only that first argument, the other arguments stay."""
-    if args and type(args[0]) is dict:
-        args = [_int_keys(args[0]), *args[1:]]
-    if type(expected) is dict:
-        expected = [_int_keys(expected)]
-    elif type(expected) is list and expected and type(expected[0]) is dict:
-        expected = [_int_keys(expected[0])]
+    """APPS undoes JSON's string keys where every key converts to an int: in a dict first argument, and in a dict
+    expected value (which it also wraps in a list). Two deviations: APPS keeps only that first argument, and cuts a
+    list of dicts whose first dict converts to that first dict alone (a wrong answer then passes and a correct one
+    fails); here the other arguments stay, and every dict of such a list gets int keys where all its keys convert.
+    A list of dicts whose keys are not numbers is compared as it is, as in APPS."""
+    if args and type(args[0]) is dict and (converted := _int_keys(args[0])) is not None:
+        args = [converted, *args[1:]]
+    if type(expected) is dict and (converted := _int_keys(expected)) is not None:
+        expected = [converted]
+    elif type(expected) is list and expected and type(expected[0]) is dict and _int_keys(expected[0]) is not None:
+        expected = [_int_keys(d) if type(d) is dict and _int_keys(d) is not None else d for d in expected]
     return args, expected

@@ -21,8 +21,9 @@ class ImportRewriter(ast.NodeTransformer):
     def __init__(self, module: str):
         self.module = module
 
-    def visit_Module(self, node):
-        node.body = [statement for statement in node.body if not _runs_tests(statement)]
+    def visit_Call(self, node):
+        if _runs_tests(node):  # under `if __name__ == "__main__":` too: assert-style scripts run that block
+            return ast.copy_location(ast.Constant(0), node)  # `sys.exit(unittest.main())` exits with 0
         self.generic_visit(node)
         return node
 
@@ -59,10 +60,52 @@ class ImportRewriter(ast.NodeTransformer):
         return _replace(node, None, assigns)
 
 
-def _runs_tests(statement: ast.stmt) -> bool:
-    """A top-level `unittest.main(...)` or `pytest.main(...)` left unguarded: here the judge runs the tests."""
-    call = statement.value if isinstance(statement, ast.Expr) else None
-    function = call.func if isinstance(call, ast.Call) else None
+class LiveNames(ast.NodeTransformer):
+    """Reads of the candidate's module-level values become `__judge_value__(name)`, fetched again after each call to
+    the candidate (`fib(30); assert memo[30] == 832040` reads the memo as the calls left it). `live`: test name ->
+    candidate name, for names the test only reads (see `live_names`)."""
+
+    def __init__(self, live: dict):
+        self.live = live
+
+    def visit_Name(self, node):
+        if isinstance(node.ctx, ast.Load) and node.id in self.live:
+            return ast.copy_location(_call("__judge_value__", ast.Constant(self.live[node.id])), node)
+        return node
+
+
+def live_names(tree: ast.Module, values: set) -> dict:
+    """Test name -> candidate name for the candidate's values (`values`) that the test reads and never binds itself:
+    used as they are (as when tests are appended to the code), or bound only by `from solution import memo [as m]`."""
+    imported, imports = {}, set()
+    for node in ast.walk(tree):
+        call = node.value if isinstance(node, ast.Assign) else None
+        if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "__judge_import__":
+            target, (source,) = node.targets[0], call.args
+            imports.add(id(target))
+            imported[target.id] = source.value if imported.get(target.id, source.value) == source.value else None
+    bound = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in imports:
+            bound.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            bound.update(node.names)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).partition(".")[0])
+        elif isinstance(node, (ast.arg, ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+            bound.add(getattr(node, "arg", None) or node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            bound.add(node.rest)
+    live = {name: source for name, source in imported.items() if source in values}
+    live.update({name: name for name in values if name not in imported})
+    return {name: source for name, source in live.items() if name not in bound}
+
+
+def _runs_tests(call: ast.Call) -> bool:
+    """A call of `unittest.main(...)` or `pytest.main(...)`: here the judge runs the tests."""
+    function = call.func
     return (
         isinstance(function, ast.Attribute)
         and function.attr == "main"

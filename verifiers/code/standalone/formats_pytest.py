@@ -17,6 +17,7 @@ import re
 import types
 
 from formats_units import (
+    CandidateExit,
     CandidateFailure,
     CandidateGone,
     Failed,
@@ -103,7 +104,7 @@ class RaisesContext:
             raise Failed(f"DID NOT RAISE {self.classes or self.names}")
         if isinstance(exc, (CandidateGone, Skipped)):
             return False
-        named = isinstance(exc, CandidateFailure) and exc.type_name in self.names
+        named = isinstance(exc, (CandidateFailure, CandidateExit)) and not exc.type_names.isdisjoint(self.names)
         if not (named or isinstance(exc, tuple(self.classes))):
             return False
         self.info.value, self.info.type = exc, exc_type

@@ -33,7 +33,11 @@ from formats_unittest import run_test_case
 
 
 def run_test_module(namespace: dict, tally: UnitTally, filename: str) -> None:
-    """Every test the executed module defines, in definition order: pytest functions and classes, TestCases."""
+    """Every test the executed module defines, in definition order: pytest functions and classes, TestCases, inside
+    the module's xunit-style set-up and teardown (`setup_module`/`setUpModule`, which unittest would not find here: the
+    test module is not in `sys.modules`)."""
+    xunit = XUnit(namespace, filename)
+    broken = xunit.call(("setUpModule", "setup_module"), ModuleView(namespace))
     fixtures = Fixtures(namespace)
     try:
         for name, obj in list(namespace.items()):
@@ -41,14 +45,78 @@ def run_test_module(namespace: dict, tally: UnitTally, filename: str) -> None:
                 return
             if _written_here(obj, filename) and name.startswith("test") and "_judge_fixture" not in obj.__dict__:
                 for unit, params in _cases(tally, name, obj, namespace):
-                    tally.run(unit, lambda fn=obj, params=params: fixtures.call(fn, params))
+                    tally.run(unit, broken.fail if broken else lambda fn=obj, p=params: xunit.run(fn, fixtures, p))
             elif isinstance(obj, type) and obj.__module__ == JUDGE_MODULE:
                 if issubclass(obj, unittest.TestCase):
-                    run_test_case(obj, tally)
+                    run_test_case(obj, tally, broken)
                 elif name.startswith("Test") and obj.__init__ is object.__init__:  # pytest skips classes with one
-                    _run_pytest_class(obj, tally, fixtures, namespace)
+                    _run_pytest_class(obj, tally, fixtures, namespace, broken)
     finally:
         fixtures.close()
+        if not broken:
+            xunit.call(("tearDownModule", "teardown_module"), ModuleView(namespace))
+
+
+class ModuleView:
+    """The test module as `setup_module(module)` sees it: `module.data = ...` sets a global of the test code."""
+
+    def __init__(self, namespace: dict):
+        object.__setattr__(self, "_namespace", namespace)
+
+    def __getattr__(self, name):
+        try:
+            return self._namespace[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name, value):
+        self._namespace[name] = value
+
+
+class SetupFailed:
+    """A set-up that raised: every test it covers fails with its exception, as under pytest."""
+
+    def __init__(self, exc: BaseException):
+        self.exc = exc
+
+    def fail(self):
+        raise self.exc
+
+
+class XUnit:
+    """pytest's xunit-style set-up functions the test code defines: `setup_module`/`teardown_module` (and unittest's
+    `setUpModule`/`tearDownModule`), `setup_function`/`teardown_function` around each test function, `setup_class`/
+    `teardown_class` around a test class; each is called with its argument when it takes one, as pytest calls it."""
+
+    def __init__(self, namespace: dict, filename: str):
+        self.namespace, self.filename = namespace, filename
+
+    def call(self, names: tuple, argument) -> SetupFailed | None:
+        """Call the first of `names` the test code defines; a SetupFailed if it raised."""
+        function = next(
+            (self.namespace[n] for n in names if _written_here(self.namespace.get(n), self.filename)), None
+        )
+        return call_with_optional_argument(function, argument) if function is not None else None
+
+    def run(self, test, fixtures: Fixtures, params: dict) -> None:
+        broken = self.call(("setup_function",), test)
+        if broken:
+            broken.fail()
+        try:
+            fixtures.call(test, params)
+        finally:
+            after = self.call(("teardown_function",), test)
+        if after:
+            after.fail()
+
+
+def call_with_optional_argument(function, argument) -> SetupFailed | None:
+    function = getattr(function, "__func__", function)  # a classmethod's function, called with the class
+    try:
+        function(argument) if function.__code__.co_argcount else function()
+    except (Exception, CandidateGone, Failed, SystemExit) as exc:
+        return SetupFailed(exc)
+    return None
 
 
 def _written_here(obj, filename: str) -> bool:
@@ -182,9 +250,12 @@ def _finish(generators: list, quiet: bool) -> None:
         raise error
 
 
-def _run_pytest_class(cls: type, tally: UnitTally, fixtures: Fixtures, namespace: dict) -> None:
-    """A pytest test class: a fresh instance per test, with setup_method/teardown_method around it."""
+def _run_pytest_class(cls: type, tally: UnitTally, fixtures: Fixtures, namespace: dict, broken=None) -> None:
+    """A pytest test class: `setup_class`/`teardown_class` around it, a fresh instance per test, with
+    setup_method/teardown_method around each."""
     names = [n for n in dict.fromkeys(k for c in reversed(cls.__mro__) for k in vars(c)) if n.startswith("test")]
+    setup, teardown = (getattr(cls, n, None) for n in ("setup_class", "teardown_class"))
+    broken = broken or (call_with_optional_argument(setup, cls) if callable(setup) else None)
     for name in names:
         method = inspect.getattr_static(cls, name)
         function = method.__func__ if isinstance(method, (staticmethod, classmethod)) else method
@@ -193,7 +264,10 @@ def _run_pytest_class(cls: type, tally: UnitTally, fixtures: Fixtures, namespace
         for unit, params in _cases(
             tally, f"{cls.__name__}.{name}", function, namespace, cls.__dict__.get("_judge_marks", [])
         ):
-            tally.run(unit, lambda name=name, params=params: _run_method(cls, name, params, fixtures))
+            body = broken.fail if broken else lambda name=name, params=params: _run_method(cls, name, params, fixtures)
+            tally.run(unit, body)
+    if not broken and callable(teardown):
+        call_with_optional_argument(teardown, cls)
 
 
 def _run_method(cls: type, name: str, params: dict, fixtures: Fixtures) -> None:

@@ -17,6 +17,7 @@ class CandidateFailure(Exception):
     """The candidate raised, or sent something that is not plain data."""
 
     type_name = ""  # the type of the exception the candidate raised, as its sandbox reported it
+    type_names = frozenset()  # that type's classes, its own first (see candidate_raised)
 
 
 class CandidateGone(BaseException):
@@ -66,44 +67,114 @@ class ParameterSet:
 
 _RAISED_TYPES: dict[str, type] = {}
 _NOT_MAPPED = (StopIteration, StopAsyncIteration, BaseExceptionGroup)
+MAX_TYPE_NAMES = 32
 
 
-def candidate_raised(error_text: str) -> CandidateFailure:
+class CandidateExit(SystemExit):
+    """The candidate called `sys.exit()` (or raised SystemExit) in a call: test code expecting it
+    (`pytest.raises(SystemExit)`, `assertRaises(SystemExit)`) sees it, as in plain execution, and, as there, it is not
+    an `Exception`: `except Exception` in test code does not swallow it."""
+
+    type_name = "SystemExit"
+    type_names = frozenset({"SystemExit"})
+
+    def __str__(self):
+        return self.message
+
+
+class CandidateClasses:
+    """The candidate's exception classes as the judge knows them, per verification: one class of the judge's making per
+    name (a CandidateFailure, holding nothing of the candidate's), so that `self.assertRaises(solution.AppError)` and
+    `except solution.AppError:` work; an exception the candidate raises is an instance of the classes named in its
+    MRO, and so is caught by each of them, as in plain execution."""
+
+    def __init__(self):
+        self.named: dict[str, type] = {}
+        self.combined: dict[tuple, type] = {}
+
+    def named_class(self, name: str) -> type | None:
+        if name not in self.named and len(self.named) < MAX_CLASSES:
+            self.named[name] = type(name, (CandidateFailure,), {"__str__": _message})
+        return self.named.get(name)
+
+    def combined_class(self, bases: tuple) -> type:
+        if bases not in self.combined and len(self.combined) < MAX_CLASSES:
+            try:
+                made = type(bases[0].__name__, bases, {"__str__": _message})
+            except TypeError:  # no consistent order, or a layout conflict: the first class alone
+                made = bases[0]
+            self.combined[bases] = made
+        return self.combined.get(bases, bases[0])
+
+
+MAX_CLASSES = 256
+
+
+def _message(exc) -> str:
+    """The candidate's message; an instance the test code makes itself (`AppError("x")`) has its arguments."""
+    return exc.message if hasattr(exc, "message") else Exception.__str__(exc)
+
+
+def candidate_raised(error_text: str, type_names=(), exit_code=None, classes: CandidateClasses | None = None):
     """The exception the judge raises for a call in which the candidate raised `error_text` ("ValueError: msg").
 
-    A builtin exception type keeps its type (the object is both a `ValueError` and a `CandidateFailure`), so test code
-    that expects it (`pytest.raises(ValueError)`, `assertRaises(KeyError)`, `except ZeroDivisionError`) behaves as in
-    plain execution; `str()` gives the candidate's message. Other types (the candidate's own classes, or standard ones
-    such as `json.JSONDecodeError`) arrive as a plain CandidateFailure carrying the type's name: the sandbox reports a
-    name, not the class.
+    `type_names`: the names of the classes of the candidate's exception, its own first (`[InvalidInput, AppError,
+    ValueError, Exception, BaseException]`), as the sandbox reported them. The first builtin exception type among them
+    is kept (the object is both a `ValueError` and a `CandidateFailure`), so test code that expects it
+    (`pytest.raises(ValueError)`, `assertRaises(KeyError)`, `except ZeroDivisionError`) behaves as in plain
+    execution, a candidate's subclass of ValueError included; `str()` gives the candidate's message, never its class's
+    name. The candidate's own classes among them become classes of `classes` (CandidateClasses), of which it is an
+    instance; the names are also kept, so `pytest.raises(solution.AppError)` matches a subclass of `AppError`.
+    SystemExit arrives as CandidateExit.
     """
     name, _, message = error_text.partition(": ")
+    names = [name]
+    if type(type_names) is list:
+        names += [n for n in type_names[:MAX_TYPE_NAMES] if type(n) is str and n.isidentifier()]
+    if "SystemExit" in names:
+        exc = CandidateExit(exit_code)
+    else:
+        builtin = next(filter(None, map(_builtin_exception, names)), None)
+        own = [] if classes is None else [classes.named_class(n) for n in dict.fromkeys(names) if _is_own(n)]
+        bases = tuple(filter(None, [_raised_class(builtin) if builtin is not None else None, *own]))
+        cls = CandidateFailure if not bases else bases[0] if len(bases) == 1 else classes.combined_class(bases)
+        exc = _instance(cls, message)
+    exc.message, exc.type_name, exc.type_names = message, name, frozenset(names)
+    return exc
+
+
+def _is_own(name: str) -> bool:
+    """A class name that is not a builtin's: one of the candidate's own classes (or a standard module's)."""
+    return not isinstance(getattr(builtins, name, None), type)
+
+
+def _builtin_exception(name: str) -> type | None:
     base = getattr(builtins, name, None)
-    exc = None
-    if name.isidentifier() and isinstance(base, type) and issubclass(base, Exception) and base is not Exception:
+    if isinstance(base, type) and issubclass(base, Exception) and base is not Exception:
         if not issubclass(base, _NOT_MAPPED):
-            exc = _make_raised(name, base, message)
-    if exc is None:
-        exc = CandidateFailure(error_text)
-    exc.type_name = name
-    return exc
+            return base
+    return None
 
 
-def _make_raised(name: str, base: type, message: str):
-    cls = _RAISED_TYPES.get(name)
+def _raised_class(base: type) -> type:
+    cls = _RAISED_TYPES.get(base.__name__)
     if cls is None:
-        cls = _RAISED_TYPES[name] = type(name, (base, CandidateFailure), {"__str__": lambda self: self.message})
+        cls = _RAISED_TYPES[base.__name__] = type(base.__name__, (base, CandidateFailure), {"__str__": _message})
+    return cls
+
+
+def _instance(cls: type, message: str):
     try:
-        exc = cls(message)
+        return cls(message)
     except Exception:  # UnicodeDecodeError and friends want more arguments; the message is all there is
-        exc = cls.__new__(cls, message)
-    exc.message = message
-    return exc
+        return cls.__new__(cls, message)
 
 
 def describe(exc: BaseException) -> str:
     message = str(exc)[:200]
-    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    name = getattr(exc, "type_name", "") if isinstance(exc, (CandidateFailure, CandidateExit)) else ""
+    name = name or type(exc).__name__
+    return f"{name}: {message}" if message else name
 
 
 class UnitTally:

@@ -14,12 +14,18 @@ import unittest
 from formats_units import UnitTally
 
 
-def run_test_case(cls: type, tally: UnitTally) -> None:
-    """A unittest.TestCase through unittest's own machinery (setUp, setUpClass, subTest, skips), reported per method."""
+def run_test_case(cls: type, tally: UnitTally, broken=None) -> None:
+    """A unittest.TestCase through unittest's own machinery (setUp, setUpClass, subTest, skips), reported per method.
+    `broken`: the module's set-up that failed (formats_runner.SetupFailed), which fails every method, as unittest
+    does after a failed `setUpModule`."""
     loader = unittest.TestLoader()
     units = [f"{cls.__name__}.{name}" for name in loader.getTestCaseNames(cls)]
     for unit in units:
         tally.expect(unit)
+    if broken is not None:
+        for unit in units:
+            tally.failed(unit, broken.exc)
+        return
     loader.loadTestsFromTestCase(cls).run(_TallyResult(tally, units))
 
 

@@ -7,7 +7,7 @@ limits, drops to an unprivileged uid, puts the allowed site-packages (if any) on
 why not) and only then runs the candidate:
 
     {"mode": "functions", "code": str}  exec the code, report its global names, then serve one request per line:
-        {"id": n, "op": "call" | "getattr" | "iter" | "get", "target": {"name": str} | {"h": n}, ...}
+        {"id": n, "op": "call" | "getattr" | "iter" | "next" | "get", "target": {"name": str} | {"h": n}, ...}
     {"mode": "script", "code": str, "stdin": str}  run the code as __main__; its stdout is the answer
 
 Nothing this process sends is trusted: the candidate shares the interpreter and may rewrite any of it. That is why
@@ -16,7 +16,6 @@ which alone holds the expected values and does the comparisons.
 """
 
 import builtins
-import itertools
 import json
 import os
 import resource
@@ -25,9 +24,17 @@ import traceback
 import types
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from protocol import MAX_MESSAGE_BYTES, LineReader, decode, encode, write_message  # noqa: E402
+from protocol import (  # noqa: E402
+    ITERATOR,
+    MAX_REQUEST_BYTES,
+    LineReader,
+    decode,
+    encode,
+    roomy,
+    write_message,
+)
 
-MAX_ITER_ITEMS = 1 << 20
+MAX_NEXT_ITEMS = 1 << 12  # items of an iterator per request: the judge asks for 1, 2, 4, ... as it consumes them
 DATA_TYPES = (list, dict, set)
 
 
@@ -52,28 +59,37 @@ def apply_limits(limits: dict) -> None:
 
 
 class Handles:
-    """Objects that are not plain data stay here; the judge refers to them by number."""
+    """Objects that are not plain data stay here; the judge refers to them by number, one number per object (an
+    iterator the judge advances must be one stream however often it comes back: `iter(gen) is gen`)."""
 
     def __init__(self):
         self.objects = {}
+        self.numbers = {}  # id(obj) -> number; the objects are kept alive, so ids are not reused
 
     def add(self, obj):
-        number = len(self.objects) + 1
-        self.objects[number] = obj
-        return {"h": number, "type": type(obj).__name__}
+        number = self.numbers.get(id(obj))
+        if number is None:
+            number = self.numbers[id(obj)] = len(self.objects) + 1
+            self.objects[number] = obj
+        # The judge proxies an iterator with next(); any other object without it (its type's name is not used).
+        is_iterator = hasattr(type(obj), "__next__") and hasattr(type(obj), "__iter__")
+        return {"h": number, "type": ITERATOR if is_iterator else "object"}
 
     def get(self, number, _type_name=None):
         return self.objects[number]
 
 
 def global_kinds(namespace: dict) -> dict:
-    """Name -> "module:<name>", "callable" or "value" for the candidate's public globals."""
+    """Name -> "module:<name>", "exception" (an exception class), "callable" or "value" for the candidate's public
+    globals."""
     kinds = {}
     for name, value in namespace.items():
         if name.startswith("__"):
             continue
         if type(value) is types.ModuleType:
             kinds[name] = "module:" + str(getattr(value, "__name__", ""))
+        elif isinstance(value, type) and issubclass(value, BaseException):
+            kinds[name] = "exception"
         else:
             kinds[name] = "callable" if callable(value) else "value"
     return kinds
@@ -86,22 +102,72 @@ def answer(request: dict, namespace: dict, handles: Handles) -> dict:
         obj = namespace[target["name"]] if "name" in target else handles.get(target["h"])
         op = request["op"]
         if op == "call":
-            args = [decode(a, handles.get) for a in request["args"]]
-            kwargs = {k: decode(v, handles.get) for k, v in request["kwargs"].items()}
+            args, kwargs = roomy(decode_arguments, request, handles)
             value = obj(*args, **kwargs)
-            after = [encode(a, handles.add) if type(a) in DATA_TYPES else None for a in args]
-            return {"id": request_id, "ok": True, "value": encode(value, handles.add), "args_after": after}
+            return roomy(call_reply, request, value, args, kwargs, handles)
+        if op == "next":
+            return next_items(request_id, obj, request.get("count"), handles)
         if op == "getattr":
             value = getattr(obj, request["attr"])
         elif op == "iter":
-            value = list(itertools.islice(iter(obj), MAX_ITER_ITEMS))
+            value = iter(obj)
         elif op == "get":
             value = obj
         else:
             raise ValueError(f"unknown op {op!r}")
-        return {"id": request_id, "ok": True, "value": encode(value, handles.add)}
+        return {"id": request_id, "ok": True, "value": roomy(encode, value, handles.add)}
     except BaseException as exc:  # SystemExit too: a call that exits has not returned a value
-        return {"id": request_id, "ok": False, "error": describe(exc)}
+        return {"id": request_id, "ok": False, "error": describe(exc), **exception_classes(exc)}
+
+
+def decode_arguments(request: dict, handles: Handles) -> tuple[list, dict]:
+    args = [decode(a, handles.get) for a in request["args"]]
+    return args, {k: decode(v, handles.get) for k, v in request["kwargs"].items()}
+
+
+def call_reply(request: dict, value, args: list, kwargs: dict, handles: Handles) -> dict:
+    """The value a call returned, and the list, dict and set arguments it changed (mirrored in the judge)."""
+    after = [changed(a, sent, handles) for a, sent in zip(args, request["args"])]
+    kwargs_after = {k: changed(v, request["kwargs"][k], handles) for k, v in kwargs.items()}
+    kwargs_after = {k: v for k, v in kwargs_after.items() if v is not None}
+    reply = {"id": request.get("id"), "ok": True, "value": encode(value, handles.add), "args_after": after}
+    return {**reply, "kwargs_after": kwargs_after} if kwargs_after else reply
+
+
+def changed(argument, sent, handles: Handles):
+    """A list, dict or set argument as the call left it, or None when it is as it was sent (nothing to send back)."""
+    if type(argument) not in DATA_TYPES:
+        return None
+    now = encode(argument, handles.add)
+    return None if now == sent else now
+
+
+def next_items(request_id, iterator, count, handles: Handles) -> dict:
+    """Up to `count` items of `next(iterator)`; "done" once it is exhausted; an exception after some items comes
+    with them, so that the judge raises it where plain iteration would (a generator that raised is over)."""
+    items, reply = [], {"id": request_id, "ok": True, "done": False}
+    try:
+        for _ in range(max(1, min(int(count), MAX_NEXT_ITEMS))):
+            items.append(next(iterator))
+    except StopIteration:
+        reply["done"] = True
+    except BaseException as exc:
+        if not items:
+            raise
+        reply["raised"] = {"error": describe(exc), **exception_classes(exc)}
+    return {**reply, "value": roomy(encode, items, handles.add)}
+
+
+def exception_classes(exc: BaseException) -> dict:
+    """The names of the exception's classes, its own first (the judge matches `pytest.raises(AppError)` against a
+    subclass of it, and `except ValueError` against a subclass of that), and a SystemExit's code."""
+    try:
+        found = {"types": [cls.__name__ for cls in type(exc).__mro__[:-1]][:32]}
+        if isinstance(exc, SystemExit):
+            found["code"] = encode(exc.code)
+        return found
+    except BaseException:  # a class made to break this: the judge then knows its name only
+        return {}
 
 
 def serve_functions(code: str, requests: LineReader, reply_fd: int) -> None:
@@ -116,8 +182,8 @@ def serve_functions(code: str, requests: LineReader, reply_fd: int) -> None:
         return
     write_message(reply_fd, {"ready": True, "globals": global_kinds(namespace)})
     handles = Handles()
-    while (request := requests.read_message()) is not None:
-        write_message(reply_fd, answer(request, namespace, handles))
+    while (request := roomy(requests.read_message)) is not None:
+        roomy(write_message, reply_fd, answer(request, namespace, handles))
 
 
 def run_script(code: str, stdin_text: str) -> None:
@@ -159,7 +225,7 @@ def serve(request_fd: int, reply_fd: int, limits: dict) -> None:
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 2)  # stderr was for start-up failures only
     os.close(devnull)
-    requests = LineReader(request_fd, MAX_MESSAGE_BYTES)
+    requests = LineReader(request_fd, MAX_REQUEST_BYTES)
     init = requests.read_message()
     if init is None:
         return

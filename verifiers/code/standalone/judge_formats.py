@@ -12,14 +12,22 @@ anything from the candidate reached it (`reference_fault`).
 import ast
 import sys
 
-from formats_asserts import AssertRecorder, Tally
+from formats_asserts import AssertRecorder, Tally, unused_functions
 from formats_calls import judge_cases
-from formats_imports import ImportRewriter
+from formats_imports import ImportRewriter, LiveNames, live_names
 from formats_modules import count_tests, is_test_module, process_tool
 from formats_pytest import make_stand_in
 from formats_runner import run_test_module
-from formats_units import CandidateFailure, CandidateGone, ReferenceFault, UnitTally, UnsupportedTest, describe
-from judge_namespace import CandidateModule, bind_candidate
+from formats_units import (
+    CandidateExit,
+    CandidateFailure,
+    CandidateGone,
+    ReferenceFault,
+    UnitTally,
+    UnsupportedTest,
+    describe,
+)
+from judge_namespace import CandidateModule, LiveValues, bind_candidate, candidate_values, names_used
 from judge_proxy import RemoteObject, Session, candidate_class_name
 
 TEST_FILE = "<test>"
@@ -32,7 +40,7 @@ def reference_fault(exc: BaseException, session: "Session") -> str | None:
     """
     if isinstance(exc, UnsupportedTest):
         return str(exc)
-    if isinstance(exc, CandidateFailure):
+    if isinstance(exc, (CandidateFailure, CandidateExit)):
         return None
     if isinstance(exc, ImportError):
         hint = ""
@@ -67,7 +75,8 @@ def judge(job: dict, session: Session) -> dict:
         if is_test_module(tree) and not (job.get("entry_point") and defines_check):  # BigCodeBench rows name one
             kind, total = "tests", count_tests(tree)
         else:
-            recorder = AssertRecorder()
+            recorder = AssertRecorder(unused_functions(tree, (check_name,) if job.get("entry_point") else ()))
+            tree = ImportRewriter(job.get("module") or "solution").visit(tree)  # `from solution import f` in a script
             kind, tree = "asserts", ast.fix_missing_locations(recorder.visit(tree))
             if not recorder.lines:
                 return {"unusable": "the test code has no assert statement"}
@@ -99,12 +108,15 @@ def start_candidate(session: Session) -> dict:
 def judge_asserts(job: dict, session: Session, tree: ast.Module, recorder: AssertRecorder, kinds: dict) -> dict:
     """Assert-style test code, or HumanEval's `check(candidate)`: each assert statement counts."""
     tally = Tally(recorder.lines, lambda exc: reference_fault(exc, session), lambda: session.gone)
-    referenced = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    referenced, as_module = names_used(tree)
     entry_point = job.get("entry_point")
     error = None
     try:
-        namespace = bind_candidate(session, kinds, referenced)
-        namespace["__judge_assert__"] = tally
+        namespace = bind_candidate(session, kinds, referenced, as_module)
+        bind_solution_module(namespace, session, kinds, job.get("module") or "solution", (referenced, as_module))
+        # run as `python -c code + tests` runs it: `if __name__ == "__main__":` blocks run
+        namespace.update(__name__="__main__", __judge_assert__=tally)
+        tree = ast.fix_missing_locations(LiveNames(live_names(tree, candidate_values(kinds))).visit(tree))
         exec(compile(tree, TEST_FILE, "exec"), namespace)
         if entry_point:
             check = namespace.get(job.get("check_name") or "check")
@@ -118,11 +130,19 @@ def judge_asserts(job: dict, session: Session, tree: ast.Module, recorder: Asser
     except CandidateGone as exc:  # the remaining asserts did not run: they have not passed
         error = f"candidate_error: {exc}"
     except (Exception, SystemExit) as exc:
+        if ends_script(exc):  # the test code's own `sys.exit(0)`: the script ends there, as in plain execution
+            return {"total": len(recorder.lines), "passed": tally.passed(), "failures": tally.failures, "error": None}
         fault = reference_fault(exc, session)
         if fault:
             return {"unusable": fault}
-        error = f"candidate_error: {describe(exc)}" if isinstance(exc, CandidateFailure) else describe(exc)
+        candidate = isinstance(exc, (CandidateFailure, CandidateExit))
+        error = f"candidate_error: {describe(exc)}" if candidate else describe(exc)
     return {"total": len(recorder.lines), "passed": tally.passed(), "failures": tally.failures, "error": error}
+
+
+def ends_script(exc: BaseException) -> bool:
+    """A successful exit the test code itself asked for (`sys.exit()`, `sys.exit(0)`), not the candidate's."""
+    return type(exc) is SystemExit and exc.code in (None, 0)
 
 
 def judge_test_module(job: dict, session: Session, tree: ast.Module, kinds: dict) -> dict:
@@ -132,16 +152,12 @@ def judge_test_module(job: dict, session: Session, tree: ast.Module, kinds: dict
     a proxy of its `f`, as `import solution` binds one of the module; `import pytest` binds the stand-in."""
     module = job.get("module") or "solution"
     tree = ast.fix_missing_locations(ImportRewriter(module).visit(tree))
-    referenced = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    referenced, as_module = names_used(tree)
     tally = UnitTally(lambda exc: reference_fault(exc, session), lambda: session.gone)
     try:
-        namespace = bind_candidate(session, kinds, referenced)
-        solution = CandidateModule(session, kinds, module)
-        namespace.update(
-            __judge_import__=solution.__getattr__, __judge_module__=lambda: solution,
-            __judge_star__=lambda names: solution.star(names, referenced),
-            __judge_unsupported__=CandidateModule.unsupported, __judge_pytest__=make_stand_in(candidate_class_name),
-        )  # fmt: skip
+        namespace = bind_candidate(session, kinds, referenced, as_module)
+        bind_solution_module(namespace, session, kinds, module, (referenced, as_module))
+        tree = ast.fix_missing_locations(LiveNames(live_names(tree, candidate_values(kinds))).visit(tree))
         exec(compile(tree, TEST_FILE, "exec"), namespace)
     except UnsupportedTest as exc:
         return {"unusable": str(exc)}
@@ -155,6 +171,19 @@ def judge_test_module(job: dict, session: Session, tree: ast.Module, kinds: dict
     except UnsupportedTest as exc:
         return {"unusable": str(exc)}
     return tally.verdict()
+
+
+def bind_solution_module(namespace: dict, session: Session, kinds: dict, module: str, used: tuple) -> None:
+    """What the imports rewritten by formats_imports.py call: the solution's module is the candidate, `pytest` the
+    stand-in. `used`: the names the test uses, and those it uses as modules (`names_used`)."""
+    referenced, as_module = used
+    solution = CandidateModule(session, kinds, module, as_module)
+    namespace.update(
+        __judge_import__=solution.__getattr__, __judge_module__=lambda: solution,
+        __judge_star__=lambda names: solution.star(names, referenced),
+        __judge_unsupported__=CandidateModule.unsupported, __judge_pytest__=make_stand_in(candidate_class_name),
+        __judge_value__=LiveValues(session),
+    )  # fmt: skip
 
 
 def judge_calls(job: dict, session: Session, kinds: dict) -> dict:

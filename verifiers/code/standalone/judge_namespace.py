@@ -5,6 +5,7 @@ in the judge), and `pytest` is the stand-in: a candidate defining `sorted`, or a
 cannot rewrite what the test checks with.
 """
 
+import ast
 import builtins
 import importlib
 import sys
@@ -31,28 +32,45 @@ _UNBOUND = object()
 RESERVED = {"pytest"}  # the test's own tools: a candidate name never replaces them
 
 
-def bind_candidate(session: Session, kinds: dict, referenced: set) -> dict:
+def names_used(tree) -> tuple[set, set]:
+    """The names the test code uses, and those of them it reads attributes of (`math.isclose`: used as a module)."""
+    referenced, as_module = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            referenced.add(node.id)
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            as_module.add(node.value.id)
+    return referenced, as_module
+
+
+def bind_candidate(session: Session, kinds: dict, referenced: set, as_module: set) -> dict:
     """The test's namespace: candidate callables as proxies, its stdlib imports re-imported here, values fetched.
 
-    Names of builtins are never bound, and a name of a standard-library module is always the real module: a candidate
-    defining `sorted`, or a `math` whose `isclose` always agrees, must not rewrite the test's own tools.
+    Names of builtins are never bound, and a name of a standard-library module the test uses as a module
+    (`as_module`: it reads an attribute of it) is always the real module: a candidate defining `sorted`, or a `math`
+    whose `isclose` always agrees, must not rewrite the test's own tools. A candidate function named like a module
+    (`def calendar(year)`) that the test only calls is the candidate's.
     """
     namespace = {"__name__": JUDGE_MODULE, "__builtins__": builtins}
     for name, kind in kinds.items():
         if not isinstance(name, str) or not name.isidentifier() or hasattr(builtins, name) or name not in referenced:
             continue
-        value = bind_name(session, name, kind) if name not in RESERVED else _UNBOUND
+        own_function = kind in ("callable", "exception") and name not in as_module
+        value = bind_name(session, name, kind, own_function) if name not in RESERVED else _UNBOUND
         if value is not _UNBOUND:
             namespace[name] = value
     return namespace
 
 
-def bind_name(session: Session, name: str, kind):
-    """What the test sees for one of the candidate's names (`_UNBOUND` for a module it must not import)."""
-    if name in sys.stdlib_module_names:
+def bind_name(session: Session, name: str, kind, own_function: bool = False):
+    """What the test sees for one of the candidate's names (`_UNBOUND` for a module it must not import).
+    `own_function`: a candidate callable bound as such even when its name is a standard module's."""
+    if name in sys.stdlib_module_names and not own_function:
         kind = f"module:{name}"
     if kind == "callable":
         return RemoteObject(session, {"name": name})
+    if kind == "exception":  # a class of the judge's making that the candidate's exceptions of that name belong to
+        return session.classes.named_class(name) or RemoteObject(session, {"name": name})
     if isinstance(kind, str) and kind.startswith("module:"):
         module = _stdlib_module(kind.split(":", 1)[1])
         if module is not None and name not in sys.stdlib_module_names:
@@ -63,17 +81,49 @@ def bind_name(session: Session, name: str, kind):
     return _UNBOUND
 
 
+def candidate_values(kinds: dict) -> set:
+    """The candidate's module-level values the test may read (as `bind_candidate` binds them)."""
+    return {
+        name
+        for name, kind in kinds.items()
+        if kind == "value"
+        and isinstance(name, str)
+        and name.isidentifier()
+        and not hasattr(builtins, name)
+        and name not in sys.stdlib_module_names
+        and name not in RESERVED
+    }
+
+
+class LiveValues:
+    """`__judge_value__(name)`: a candidate's module-level value as it is now; fetched again only when the candidate
+    has been called (or iterated, or an attribute read) since the last fetch."""
+
+    def __init__(self, session: Session):
+        self.session, self.seen = session, {}
+
+    def __call__(self, name: str):
+        seen = self.seen.get(name)
+        if seen is None or seen[0] != self.session.actions:
+            value = self.session.request("get", {"name": name})[1]
+            self.seen[name] = seen = (self.session.actions, value)
+        return seen[1]
+
+
 class CandidateModule:
     """The solution's module in a test module: `import solution` binds it, `from solution import f` reads `f` from it.
     Reading a name the completion does not define raises ImportError, as importing it would."""
 
-    def __init__(self, session: Session, kinds: dict, module: str):
-        self._session, self._kinds, self._module = session, kinds, module
+    def __init__(self, session: Session, kinds: dict, module: str, as_module: set):
+        self._session, self._kinds, self._module, self._as_module = session, kinds, module, as_module
 
     def __getattr__(self, name: str):
+        """`from solution import random` and `solution.random` name the solution's own `random` explicitly."""
         if name.startswith("__"):
             raise AttributeError(name)
-        value = bind_name(self._session, name, self._kinds[name]) if name in self._kinds else _UNBOUND
+        kind = self._kinds.get(name)
+        own = kind in ("callable", "exception")
+        value = bind_name(self._session, name, kind, own) if name in self._kinds else _UNBOUND
         if value is _UNBOUND:
             raise candidate_raised(f"ImportError: cannot import name {name!r} from {self._module!r}")
         return value
@@ -81,7 +131,7 @@ class CandidateModule:
     def star(self, names: dict, referenced: set) -> None:
         """`from solution import *`: the public names the test uses, except test names (`test_*`, `Test*`): a
         candidate's own `test_add` never replaces the test's."""
-        bound = bind_candidate(self._session, self._kinds, referenced)
+        bound = bind_candidate(self._session, self._kinds, referenced, self._as_module)
         names.update({k: v for k, v in bound.items() if not k.startswith(("_", "test", "Test"))})
 
     @staticmethod

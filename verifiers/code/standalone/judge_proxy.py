@@ -5,8 +5,17 @@ builtin data, so the `==` of an assert is always the builtin one and the expecte
 proxy cannot be compared, hashed or tested for truth: it can never stand in for an expected value.
 """
 
-from formats_units import CandidateFailure, CandidateGone, UnsupportedTest, candidate_raised, describe
-from protocol import MAX_MESSAGE_BYTES, LineReader, ProtocolError, decode, encode, write_message
+import collections
+
+from formats_units import (
+    CandidateClasses,
+    CandidateFailure,
+    CandidateGone,
+    UnsupportedTest,
+    candidate_raised,
+    describe,
+)
+from protocol import ITERATOR, MAX_MESSAGE_BYTES, LineReader, ProtocolError, decode, encode, roomy, write_message
 
 
 class Session:
@@ -18,10 +27,13 @@ class Session:
         self.next_id = 0
         self.gone = None
         self.touched = False  # something the candidate provided reached the test code (see `reference_fault`)
+        self.handles: dict[int, RemoteObject] = {}
+        self.classes = CandidateClasses()  # the candidate's exception classes, as the test code sees them
+        self.actions = 0
 
     def read_message(self):
         try:
-            message = self.replies.read_message()
+            message = roomy(self.replies.read_message)
         except (ProtocolError, OSError, MemoryError, RecursionError) as exc:  # a reply too big for the judge
             message, self.gone = None, f"unreadable reply: {describe(exc)}"
         if message is None:
@@ -31,11 +43,12 @@ class Session:
 
     def request(self, op: str, target: dict, **fields):
         self.touched = True
+        self.actions += op != "get"  # what may change the candidate's state (see judge_namespace.LiveValues)
         if self.gone:
             raise CandidateGone(self.gone)
         self.next_id += 1
         try:
-            write_message(self.request_fd, {"id": self.next_id, "op": op, "target": target, **fields})
+            roomy(write_message, self.request_fd, {"id": self.next_id, "op": op, "target": target, **fields})
         except OSError as exc:
             self.gone = f"the candidate sandbox stopped reading ({exc})"
             raise CandidateGone(self.gone) from None
@@ -44,21 +57,45 @@ class Session:
             self.gone = "reply out of sequence"
             raise CandidateGone(self.gone)
         if not reply["ok"]:
-            raise candidate_raised(str(reply.get("error"))[:300])
+            error, types = str(reply.get("error"))[:300], reply.get("types")
+            raise candidate_raised(error, types, exit_code(reply.get("code")), self.classes)
         try:
-            return reply, decode(reply.get("value"), self.make_handle)
+            return reply, roomy(decode, reply.get("value"), self.make_handle)
         except (ProtocolError, MemoryError, RecursionError) as exc:
             raise CandidateFailure(f"reply is not plain data: {describe(exc)}") from None
 
     def make_handle(self, number: int, type_name: str):
-        return RemoteObject(self, {"h": number}, type_name)
+        """One proxy per object, as the sandbox keeps one number per object: an iterator stays one stream. The sandbox
+        says whether the object is an iterator (a claim the candidate could make true by giving its class a
+        `__next__`); nothing else of its type reaches the test."""
+        if number not in self.handles:
+            proxy = RemoteIterator if type_name == ITERATOR else RemoteObject
+            self.handles[number] = proxy(self, {"h": number}, "object")
+        return self.handles[number]
 
     def call(self, target: dict, args: tuple, kwargs: dict):
-        encoded_args = [encode(a, remote_reference) for a in args]
-        encoded_kwargs = {str(k): encode(v, remote_reference) for k, v in kwargs.items()}
+        encoded_args, encoded_kwargs = roomy(encode_arguments, args, kwargs)
         reply, value = self.request("call", target, args=encoded_args, kwargs=encoded_kwargs)
         apply_mutations(args, reply.get("args_after"), self.make_handle)
+        after = reply.get("kwargs_after")
+        if kwargs and type(after) is dict:  # `sort_in_place(nums=xs)` mutates xs too
+            names = list(kwargs)
+            apply_mutations(tuple(kwargs.values()), [after.get(str(name)) for name in names], self.make_handle)
         return value
+
+
+def encode_arguments(args: tuple, kwargs: dict) -> tuple[list, dict]:
+    return [encode(a, remote_reference) for a in args], {
+        str(k): encode(v, remote_reference) for k, v in kwargs.items()
+    }
+
+
+def exit_code(encoded):
+    """A SystemExit's code as the sandbox sent it: plain data, or None."""
+    try:
+        return decode(encoded)
+    except ProtocolError:
+        return None
 
 
 def remote_reference(obj):
@@ -68,14 +105,15 @@ def remote_reference(obj):
 
 
 def apply_mutations(args: tuple, after, make_handle) -> None:
-    """Mirror in-place changes the candidate made to list, dict and set arguments (e.g. an in-place sort)."""
+    """Mirror in-place changes the candidate made to list, dict and set arguments, positional or keyword (e.g. an
+    in-place sort)."""
     if type(after) is not list or len(after) != len(args):
         return
     for arg, new in zip(args, after):
         if new is None or type(arg) not in (list, dict, set):
             continue
         try:
-            value = decode(new, make_handle)
+            value = roomy(decode, new, make_handle)
         except ProtocolError:
             continue
         if type(value) is type(arg):
@@ -85,12 +123,15 @@ def apply_mutations(args: tuple, after, make_handle) -> None:
 
 class RemoteObject:
     """A candidate function, class or object. It can be called, its attributes read, and iterated; it cannot be
-    compared, hashed or tested for truth, so it can never stand in for an expected value."""
+    compared, hashed or tested for truth, so it can never stand in for an expected value. Its string form is the
+    judge's text alone (`<candidate object>`): a class the candidate names `Valid` cannot satisfy `'Valid' in
+    str(result)`."""
 
-    def __init__(self, session: Session, target: dict, type_name: str = "function"):
+    def __init__(self, session: Session, target: dict, kind: str = "function"):
         self._session = session
         self._target = target
-        self._type_name = type_name
+        self._kind = kind  # "function" or "object": the judge's words, never the candidate's
+        self._stream = None  # the items fetched ahead, when it is iterated with next()
 
     def __call__(self, *args, **kwargs):
         return self._session.call(self._target, args, kwargs)
@@ -101,16 +142,47 @@ class RemoteObject:
         return self._session.request("getattr", self._target, attr=attr)[1]
 
     def __iter__(self):
-        return iter(self._session.request("iter", self._target)[1])
+        iterator = self._session.request("iter", self._target)[1]
+        if not isinstance(iterator, RemoteIterator):  # a forged reply: a list is not what iter() gives
+            raise CandidateFailure("iter() of a candidate object returned no iterator")
+        return iterator
 
     def _refuse(self, *_):
         self._session.touched = True
-        raise TypeError(f"a {self._type_name} from the candidate is not plain data and cannot be compared")
+        raise TypeError(f"a {self._kind} from the candidate is not plain data and cannot be compared")
 
     __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __bool__ = __hash__ = __len__ = _refuse
 
     def __repr__(self):
-        return f"<candidate {self._type_name}>"
+        return f"<candidate {self._kind}>"
+
+
+class RemoteIterator(RemoteObject):
+    """A candidate iterator (a generator): a RemoteObject that `next()` also works on."""
+
+    def __next__(self):
+        """The next item of a candidate iterator (a generator, `islice(gen, n)`), fetched in batches of 1, 2, 4, ...
+        items as they are consumed: never more than twice what the test took, so an endless generator is fine."""
+        if self._stream is None:
+            self._stream = {"items": collections.deque(), "done": False, "raised": None, "batch": 1}
+        stream = self._stream
+        if not stream["items"] and not stream["done"] and stream["raised"] is None:
+            reply, items = self._session.request("next", self._target, count=stream["batch"])
+            if type(items) is not list:
+                raise CandidateFailure("next() of a candidate iterator returned no list of items")
+            stream["items"].extend(items)
+            stream["batch"] = min(2 * stream["batch"], 1 << 12)
+            stream["done"] = reply.get("done") is True
+            raised = reply.get("raised")
+            if type(raised) is dict:
+                error, types = str(raised.get("error"))[:300], raised.get("types")
+                stream["raised"] = candidate_raised(error, types, classes=self._session.classes)
+        if stream["items"]:
+            return stream["items"].popleft()
+        if stream["raised"] is not None:
+            raised, stream["raised"], stream["done"] = stream["raised"], None, True
+            raise raised
+        raise StopIteration
 
 
 def candidate_class_name(obj) -> str | None:

@@ -7,7 +7,9 @@ and bounds nesting. JSON objects are always tagged wrappers:
 
     {"t": [...]} tuple     {"s": [...]} set      {"fs": [...]} frozenset   {"d": [[k, v], ...]} dict
     {"b": hex} bytes       {"c": [re, im]} complex   {"i": hex} int beyond 64 bits (no digit limit)
-    {"h": n, "type": name} handle to an object kept in the candidate sandbox
+    {"ba": hex} bytearray  {"C": [[k, v], ...]} Counter   {"od": [[k, v], ...]} OrderedDict   {"dq": [[...], maxlen]}
+    {"dd": [factory, [[k, v], ...]]} defaultdict   {"nt": [[field, ...], [...]]} namedtuple
+    {"h": n, "type": "object" | ITERATOR} handle to an object kept in the candidate sandbox
     {"x": type name} a value that could not be encoded (never equals anything)
 
 Lists, str, bool, None, small ints and floats (NaN and infinities included) are plain JSON.
@@ -15,13 +17,36 @@ Lists, str, bool, None, small ints and floats (NaN and infinities included) are 
 
 from __future__ import annotations
 
+import collections
 import json
 import os
+import sys
 
-MAX_DEPTH = 100
-# The longest message (one JSON line) the judge and the sandbox accept from each other.
+# How deep a value may nest: deeper than a recursive solution gets under Python's default recursion limit. Encoding,
+# decoding and JSON recurse up to ~4 frames per level (a dict is 3 JSON levels), so both ends raise the recursion
+# limit to RECURSION_LIMIT while they do (JSON's C code needs ~150 bytes of stack per level: 3000 levels are far from
+# the 8 MiB main-thread stack).
+MAX_DEPTH = 1000
+RECURSION_LIMIT = 6 * MAX_DEPTH
+ITERATOR = "<iterator>"  # the "type" of a handle to an iterator: the judge's proxy of it has next()
+# The longest message (one JSON line) the judge accepts from the sandbox: what it sends is the candidate's, and the
+# judge's memory must not be the candidate's to spend.
 MAX_MESSAGE_BYTES = 1 << 26
+# The longest request the sandbox accepts from the judge (the test's arguments, trusted): beyond the message bound, so
+# that a test passing a 100 MiB list does not fail a correct candidate; the candidate's address space bounds it anyway.
+MAX_REQUEST_BYTES = 1 << 30
 _SMALL_INT = 1 << 62
+
+
+def roomy(function, *args):
+    """`function(*args)` with the recursion limit that values nested MAX_DEPTH deep need; the code around it (the
+    candidate's in the sandbox, the test's in the judge) keeps its own limit."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, RECURSION_LIMIT))
+    try:
+        return function(*args)
+    finally:
+        sys.setrecursionlimit(limit)
 
 
 class ProtocolError(Exception):
@@ -29,18 +54,19 @@ class ProtocolError(Exception):
 
 
 class Unrepresentable:
-    """Stands for a value the sandbox could not encode: comparing it or testing its truth raises, so it fails."""
+    """Stands for a value the sandbox could not encode: comparing it or testing its truth raises, so it fails. The
+    type's name the sandbox reported is the candidate's choice: it is kept out of the string form and the error."""
 
     def __init__(self, type_name: str):
         self.type_name = type_name
 
     def _refuse(self, *_):
-        raise TypeError(f"a {self.type_name} returned by the candidate is not plain data")
+        raise TypeError("a value returned by the candidate is not plain data")
 
     __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = __bool__ = __hash__ = _refuse
 
     def __repr__(self):
-        return f"<unrepresentable {self.type_name}>"
+        return "<unrepresentable value>"
 
 
 def encode(value, handle_of=None, depth=0):
@@ -64,6 +90,8 @@ def encode(value, handle_of=None, depth=0):
         return {"b": value.hex()}
     if kind is complex:
         return {"c": [value.real, value.imag]}
+    if kind in _CONTAINERS or _is_namedtuple(value):
+        return _encode_container(value, handle_of, depth)
     handle = handle_of(value) if handle_of is not None else None
     if handle is not None:
         return handle
@@ -91,19 +119,14 @@ def _decode_tagged(data, make_handle, depth):
     (tag,) = [k for k in data if k != "type"] or ["?"]
     body = data[tag]
 
-    def items():
-        return [decode(v, make_handle, depth + 1) for v in _as_list(body)]
-
     if tag == "t":
-        return tuple(items())
+        return tuple(_items(body, make_handle, depth))
     if tag == "s":
-        return set(items())
+        return set(_items(body, make_handle, depth))
     if tag == "fs":
-        return frozenset(items())
+        return frozenset(_items(body, make_handle, depth))
     if tag == "d":
-        pairs = items()
-        if not all(type(p) is list and len(p) == 2 for p in pairs):
-            raise ProtocolError("dict entries must be [key, value] pairs")
+        pairs = _pairs(body, make_handle, depth)
         return {k: v for k, v in pairs}
     if tag == "b" and type(body) is str:
         return bytes.fromhex(body)
@@ -113,9 +136,96 @@ def _decode_tagged(data, make_handle, depth):
         return int(body, 16)
     if tag == "x" and type(body) is str:
         return Unrepresentable(body[:100])
+    if tag in _CONTAINER_TAGS:
+        return _decode_container(tag, body, make_handle, depth)
     if tag == "h" and type(body) is int and make_handle is not None:
         return make_handle(body, str(data.get("type", "object"))[:100])
     raise ProtocolError(f"unknown tag {tag!r}")
+
+
+# The standard library's containers that solutions return as data (`Counter(words)`, a `namedtuple`), rebuilt as the
+# same standard types on the other side. A namedtuple arrives as a namedtuple of the judge's making with the same
+# fields (its class, methods and name stay behind: its string form is a tuple's); a defaultdict keeps a builtin
+# default factory, or gets a handle to the candidate's own (a lambda), which the judge then calls.
+_CONTAINERS = {
+    bytearray: "ba", collections.Counter: "C", collections.OrderedDict: "od", collections.defaultdict: "dd",
+    collections.deque: "dq",
+}  # fmt: skip
+_CONTAINER_TAGS = {*_CONTAINERS.values(), "nt"}
+_FACTORIES = {f.__name__: f for f in (int, float, str, bytes, bool, complex, list, dict, set, frozenset, tuple)}
+_NAMEDTUPLES: dict = {}
+MAX_FIELDS = 256
+MAX_NAMEDTUPLE_CLASSES = 1000
+
+
+def _is_namedtuple(value) -> bool:
+    fields = getattr(type(value), "_fields", None) if isinstance(value, tuple) else None
+    return type(fields) is tuple and all(type(f) is str for f in fields) and len(fields) == len(value)
+
+
+def _encode_container(value, handle_of, depth):
+    def items(values):
+        return [encode(v, handle_of, depth + 1) for v in values]
+
+    kind = type(value)
+    if kind is bytearray:
+        return {"ba": value.hex()}
+    if kind is collections.deque:
+        return {"dq": [items(value), value.maxlen]}
+    if kind in _CONTAINERS:
+        pairs = [items(pair) for pair in dict.items(value)]
+        if kind is not collections.defaultdict:
+            return {_CONTAINERS[kind]: pairs}
+        factory = value.default_factory
+        named = factory.__name__ if _FACTORIES.get(getattr(factory, "__name__", None)) is factory else None
+        return {"dd": [named or (encode(factory, handle_of, depth + 1) if factory is not None else None), pairs]}
+    return {"nt": [list(type(value)._fields), items(tuple.__iter__(value))]}
+
+
+def _decode_container(tag, body, make_handle, depth):
+    if tag == "ba" and type(body) is str:
+        return bytearray.fromhex(body)
+    body = _as_list(body)
+    if tag == "dq" and len(body) == 2 and (body[1] is None or type(body[1]) is int):
+        return collections.deque(_items(body[0], make_handle, depth), body[1])
+    if tag in ("C", "od", "dd"):
+        pairs = _pairs(body[1] if tag == "dd" else body, make_handle, depth)
+        if tag == "C":
+            return collections.Counter(dict(pairs))
+        if tag == "od":
+            return collections.OrderedDict(pairs)
+        factory = body[0]
+        factory = _FACTORIES.get(factory) if type(factory) is str else decode(factory, make_handle, depth + 1)
+        return collections.defaultdict(factory if callable(factory) else None, pairs)
+    if tag == "nt" and len(body) == 2:
+        return _namedtuple(body[0])._make(_items(body[1], make_handle, depth))
+    raise ProtocolError(f"malformed {tag!r} value")
+
+
+def _namedtuple(fields) -> type:
+    fields = tuple(fields) if type(fields) is list and len(fields) <= MAX_FIELDS else None
+    if fields not in _NAMEDTUPLES:
+        if len(_NAMEDTUPLES) >= MAX_NAMEDTUPLE_CLASSES:  # each is a class to build: a reply cannot ask for millions
+            raise ProtocolError("too many kinds of namedtuple")
+        try:
+            cls = collections.namedtuple("namedtuple", fields)
+        except (TypeError, ValueError):  # not identifiers, a keyword, a duplicate, a leading underscore
+            raise ProtocolError("malformed namedtuple fields") from None
+        cls.__repr__ = tuple.__repr__
+        _NAMEDTUPLES[fields] = cls
+    return _NAMEDTUPLES[fields]
+
+
+def _items(body, make_handle, depth) -> list:
+    """A container's items, decoded one level deeper than the container (as encode counts)."""
+    return [decode(v, make_handle, depth + 1) for v in _as_list(body)]
+
+
+def _pairs(body, make_handle, depth) -> list:
+    """A dict's [[key, value], ...], decoded; keys and values one level deeper than the dict (as encode counts)."""
+    if not all(type(p) is list and len(p) == 2 for p in _as_list(body)):
+        raise ProtocolError("dict entries must be [key, value] pairs")
+    return [[decode(k, make_handle, depth + 1), decode(v, make_handle, depth + 1)] for k, v in body]
 
 
 def _as_list(body):
