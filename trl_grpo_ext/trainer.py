@@ -32,6 +32,7 @@ from trl import GRPOTrainer
 from trl.models.utils import disable_gradient_checkpointing
 
 from .advantages import advantage_metrics, compute_advantages
+from .compat import check_supported_versions
 from .config import GRPOExtConfig
 from .kl import kl_divergence
 from .reward_overlap import RewardOverlap, can_overlap
@@ -89,6 +90,7 @@ class GRPOExtTrainer(GRPOTrainer):
     _reward_overlap: RewardOverlap | None = None  # set for the duration of one _generate_and_score_completions
 
     def __init__(self, model, reward_funcs=None, args: GRPOExtConfig | None = None, **kwargs):
+        check_supported_versions()  # the hooks below rely on private names of these versions
         if args is None:
             name = model if isinstance(model, str) else stock_module.get_config_model_id(model.config)
             args = GRPOExtConfig(f"{(name or 'model').split('/')[-1]}-GRPO")
