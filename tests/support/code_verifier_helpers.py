@@ -27,6 +27,20 @@ def make_code_verifier(timeout_s: float, **options):
         cannot_run_here(str(exc))
 
 
+# Reasons of a 0 that is not a verdict on the candidate (docs/verifiers.md): an attack or a wrong answer that scores 0
+# for one of these has not been caught by the tests, it merely kept the verifier from finishing.
+NOT_A_VERDICT = ("timeout", "judge_error", "internal_error", "comparison_error", "unusable_reference")
+
+
+def assert_wrong_answer(result, expected_reason: str | None = None) -> None:
+    """A 0 for the right reason: `expected_reason` (a prefix) when given, else any verdict on the candidate."""
+    assert result.score == 0.0, (result.reason, result.details)
+    if expected_reason is not None:
+        assert result.reason.startswith(expected_reason), (result.reason, result.details)
+    else:
+        assert not result.reason.startswith(NOT_A_VERDICT), (result.reason, result.details)
+
+
 def sandbox_uid_processes() -> list[int]:
     """Live processes running as a sandbox uid this process holds: candidates (warm sandboxes still run as root until
     they get a job). Other processes on the machine hold other uids, and their candidates are not ours to count.

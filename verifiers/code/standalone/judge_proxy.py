@@ -5,7 +5,7 @@ builtin data, so the `==` of an assert is always the builtin one and the expecte
 proxy cannot be compared, hashed or tested for truth: it can never stand in for an expected value.
 """
 
-from formats_units import CandidateFailure, CandidateGone, UnsupportedTest, candidate_raised, describe
+from formats_units import CandidateFailure, CandidateGone, JudgeFault, UnsupportedTest, candidate_raised, describe
 from protocol import MAX_MESSAGE_BYTES, LineReader, ProtocolError, decode, encode, write_message
 
 
@@ -49,6 +49,8 @@ class Session:
             return reply, decode(reply.get("value"), self.make_handle)
         except (ProtocolError, MemoryError, RecursionError) as exc:
             raise CandidateFailure(f"reply is not plain data: {describe(exc)}") from None
+        except Exception as exc:  # anything else the decoder raises is its own bug, not the candidate's answer
+            raise JudgeFault(f"decoding a reply: {describe(exc)}") from exc
 
     def make_handle(self, number: int, type_name: str):
         return RemoteObject(self, {"h": number}, type_name)
@@ -57,7 +59,10 @@ class Session:
         encoded_args = [encode(a, remote_reference) for a in args]
         encoded_kwargs = {str(k): encode(v, remote_reference) for k, v in kwargs.items()}
         reply, value = self.request("call", target, args=encoded_args, kwargs=encoded_kwargs)
-        apply_mutations(args, reply.get("args_after"), self.make_handle)
+        try:
+            apply_mutations(args, reply.get("args_after"), self.make_handle)
+        except Exception as exc:  # mirroring plain data raises nothing but by a bug of the judge's
+            raise JudgeFault(f"mirroring the candidate's changes to its arguments: {describe(exc)}") from exc
         return value
 
 
