@@ -8,6 +8,8 @@ runs as the judge process, as the installed scripts would.
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 
 import pytest
 from code_verifier_helpers import make_code_verifier
@@ -88,3 +90,40 @@ def test_judge_errors_are_counted_by_the_reward_function(monkeypatch):
         reward.verifier.close()
     assert rewards == [0.0, 0.0]
     assert metrics["code/judge_error_rate"] == 0.5 and metrics["code/internal_error_rate"] == 0.0
+
+
+CALL_RESULTS = """
+import sys
+sys.path.insert(0, sys.argv[1])
+from formats_calls import apps_match, exact_match
+from formats_units import JudgeFault
+
+class Refuses:  # as a proxy of a candidate object does
+    def __eq__(self, other):
+        raise TypeError("not plain data")
+
+class Broken:  # what no plain value does: a bug of the judge's comparison
+    def __eq__(self, other):
+        raise ZeroDivisionError("a bug")
+
+print(exact_match(Refuses(), 1), apps_match(Refuses(), [1]))
+for match in (exact_match, apps_match):
+    try:
+        match(Broken(), [1])
+    except JudgeFault as exc:
+        print("JudgeFault:", exc)
+"""
+
+
+def test_comparing_a_call_result_tells_a_refusing_candidate_object_from_a_judge_bug():
+    result = subprocess.run(
+        [sys.executable, "-I", "-B", "-c", CALL_RESULTS, str(STANDALONE_DIR)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.stdout.splitlines() == [
+        "False False",
+        "JudgeFault: comparing a call's result: ZeroDivisionError: a bug",
+        "JudgeFault: comparing a call's result: ZeroDivisionError: a bug",
+    ], result.stderr

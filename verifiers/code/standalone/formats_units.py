@@ -101,7 +101,7 @@ def _make_raised(name: str, base: type, message: str):
         cls = _RAISED_TYPES[name] = type(name, (base, CandidateFailure), {"__str__": lambda self: self.message})
     try:
         exc = cls(message)
-    except Exception:  # UnicodeDecodeError and friends want more arguments; the message is all there is
+    except TypeError:  # UnicodeDecodeError and friends want more arguments; the message is all there is
         exc = cls.__new__(cls, message)
     exc.message = message
     return exc
