@@ -348,11 +348,13 @@ class _FailureWatch:
         self._lock = threading.Lock()
 
     def record(self, results: list[VerificationResult]) -> None:
-        """Raise RuntimeError once `limit` batches in a row failed; empty batches do not count."""
+        """Raise RuntimeError once `limit` batches in a row failed; empty batches do not count. A check that raised
+        (`comparison_error`, `judge_error`) counts as a failure here: a verifier that raises on every answer (a
+        broken library, say) would otherwise train on zeros."""
         if not results:
             return
         with self._lock:
-            if not all(r.is_internal_error for r in results):
+            if not all(r.is_internal_error or r.reason.startswith(CHECK_ERRORS) for r in results):
                 self.streak, self.reasons, self.example = 0, Counter(), None
                 return
             self.streak += 1
@@ -362,7 +364,7 @@ class _FailureWatch:
                 return
             streak, reasons, example = self.streak, self.reasons, self.example
             self.streak, self.reasons, self.example = 0, Counter(), None
-        trace = example.details.get("traceback") if example else None
+        trace = example.details.get("traceback") if example and isinstance(example.details, dict) else None
         raise RuntimeError(
             f"verifier {self.name!r} failed on every item of {streak} batches in a row (max_failed_batches="
             f"{self.limit}), so training would go on without a reward signal. Reasons: {_summary(reasons)}."

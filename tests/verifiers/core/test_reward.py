@@ -195,6 +195,17 @@ def test_a_check_that_raised_scores_zero_counted_apart_and_logged_once_with_answ
     assert "'comparison_error: TypeError' x2" in warnings[0] and "judge_error: KeyError" in warnings[0]
 
 
+def test_a_verifier_that_raises_checking_every_answer_stops_training():
+    """Zeros from a check that always raises (a broken library) are no reward signal: they count as failed batches."""
+    reward = as_reward_function("raises_checking_for_reward_tests", max_failed_batches=2)
+    assert reward(prompts=None, completions=["crash", "judge"], answer=["x", "x"]) == [0.0, 0.0]
+    with pytest.raises(RuntimeError, match=r"2 batches in a row.*'comparison_error: TypeError' x2"):
+        reward(prompts=None, completions=["crash"], answer=["x"])
+    reward(prompts=None, completions=["crash"], answer=["x"])  # the count restarted after raising
+    assert reward(prompts=None, completions=["crash", "x"], answer=["x", "x"]) == [0.0, 1.0]  # a verdict resets it
+    reward(prompts=None, completions=["crash"], answer=["x"])
+
+
 def test_a_batch_without_check_errors_logs_nothing(caplog):
     with caplog.at_level(logging.WARNING, logger="trl_grpo_ext.verifiers"):
         call(as_reward_function("raises_checking_for_reward_tests"), ["x", "y"], ["x", "x"])
