@@ -1,4 +1,5 @@
-"""Shared fixtures: the tiny local model and a small prompt dataset. No network, fixed seeds."""
+"""Shared fixtures: the tiny local model and a small prompt dataset. No network, fixed seeds. In CI no test skips
+(tests/support/ci_skips.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,12 @@ import tempfile
 
 import hypothesis.configuration
 import pytest
+from ci_skips import (  # noqa: F401  (the hooks of a CI run in which nothing skips)
+    pytest_make_collect_report,
+    pytest_runtest_makereport,
+    pytest_sessionfinish,
+    pytest_terminal_summary,
+)
 
 # Caches go to a folder of this test session, set before any Hugging Face library is imported (they read these at
 # import) and inherited by the processes the tests launch: the suite writes nothing to the user's caches.

@@ -34,6 +34,7 @@ from transformers.trainer_callback import ExportableState
 from trl.models.utils import disable_gradient_checkpointing
 
 from .advantages import advantage_metrics, compute_advantages
+from .compat import check_supported_versions
 from .config import GRPOExtConfig
 from .dynamic_sampling import combined_rewards
 from .evaluation.core import grouped_figures
@@ -94,6 +95,7 @@ class GRPOExtTrainer(PromptStreamRounds):
     _reward_overlap: RewardOverlap | None = None  # set for the duration of one _generate_and_score_completions
 
     def __init__(self, model, reward_funcs=None, args: GRPOExtConfig | None = None, **kwargs):
+        check_supported_versions()  # the hooks below rely on private names of these versions
         if args is None:
             name = model if isinstance(model, str) else stock_module.get_config_model_id(model.config)
             args = GRPOExtConfig(f"{(name or 'model').split('/')[-1]}-GRPO")

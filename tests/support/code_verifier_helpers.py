@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-import pytest
+from ci_skips import IN_CI, cannot_run_here
 
 from trl_grpo_ext.verifiers import get_verifier
 from trl_grpo_ext.verifiers.sandbox.uids import UIDS
@@ -12,18 +12,33 @@ from trl_grpo_ext.verifiers.sandbox.uids import UIDS
 
 def make_code_verifier(timeout_s: float, **options):
     """The verifier at its default isolation (bubblewrap). Where bubblewrap is missing, the default refuses to start:
-    the suite then asks for isolation="rlimits" by name, as a user would, and the checks that only bubblewrap passes
-    skip themselves. Skips where even that cannot run safely (root without a world-readable interpreter)."""
+        the suite then asks for isolation="rlimits" by name, as a user would, and the checks that only bubblewrap passes
+        skip themselves. Skips where even that cannot run safely (root without a world-readable interpreter). In CI
+    (`CI=true`) both fail instead: CI tests the bubblewrap sandbox."""
     options = {"timeout_s": timeout_s, "workers": 2, **options}
     try:
         return get_verifier("code", **options)
     except RuntimeError as exc:
-        if options.get("isolation", "auto") != "auto" or "needs bubblewrap" not in str(exc):
-            pytest.skip(str(exc))
+        if options.get("isolation", "auto") != "auto" or "needs bubblewrap" not in str(exc) or IN_CI:
+            cannot_run_here(str(exc))  # in CI the sandbox must be bubblewrap: a fallback would test less
     try:
         return get_verifier("code", **{**options, "isolation": "rlimits"})
     except RuntimeError as exc:
-        pytest.skip(str(exc))
+        cannot_run_here(str(exc))
+
+
+# Reasons of a 0 that is not a verdict on the candidate (docs/verifiers.md): an attack or a wrong answer that scores 0
+# for one of these has not been caught by the tests, it merely kept the verifier from finishing.
+NOT_A_VERDICT = ("timeout", "judge_error", "internal_error", "comparison_error", "unusable_reference")
+
+
+def assert_wrong_answer(result, expected_reason: str | None = None) -> None:
+    """A 0 for the right reason: `expected_reason` (a prefix) when given, else any verdict on the candidate."""
+    assert result.score == 0.0, (result.reason, result.details)
+    if expected_reason is not None:
+        assert result.reason.startswith(expected_reason), (result.reason, result.details)
+    else:
+        assert not result.reason.startswith(NOT_A_VERDICT), (result.reason, result.details)
 
 
 def sandbox_uid_processes() -> list[int]:

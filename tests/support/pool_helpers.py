@@ -73,5 +73,9 @@ def compare_raising_type_error(*_args) -> None:
     raise TypeError("a bug in the comparison")
 
 
+def compare_raising_recursion_error(*_args) -> None:
+    raise RecursionError("maximum recursion depth exceeded")
+
+
 def compare_raising_memory_error(*_args) -> None:
     raise MemoryError()

@@ -6,12 +6,14 @@ sampling probabilities pi(y) held fixed (detached): that expectation is computed
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from stock_trl import build_stock_trainer, loss_inputs, stock_loss
 
 from trl_grpo_ext.kl import (
     _KL_ESTIMATORS,
@@ -135,13 +137,19 @@ def test_straight_through_has_value_of_base_and_gradient_of_k2_per_token(base, s
         torch.testing.assert_close(got, expected, rtol=1e-14, atol=1e-15, msg=f"token {y}")
 
 
-def test_k3_bit_for_bit_equal_to_stock_trl():
-    """trl 1.16 GRPOTrainer._compute_loss: exp(ref - logp) - (ref - logp) - 1."""
+def test_k3_bit_for_bit_equal_to_stock_trl(tiny_model_dir, tmp_path):
+    """Stock `_compute_loss` logs `kl`, the masked mean of its per-token k3 (times a ratio of exactly 1 on-policy): with
+    a mask holding one token, that mean is the token's value, so each token is compared with stock's own."""
+    trainer = build_stock_trainer(tiny_model_dir, tmp_path, beta=0.04)
     generator = torch.Generator().manual_seed(0)
     logp = -torch.rand(4, 16, generator=generator) * 5
     ref_logp = -torch.rand(4, 16, generator=generator) * 5
-    stock = torch.exp(ref_logp - logp) - (ref_logp - logp) - 1
-    assert torch.equal(kl_divergence(logp, ref_logp, "k3"), stock)
+    ours = kl_divergence(logp, ref_logp, "k3")
+    for i, j in itertools.product(range(4), range(16)):
+        mask = torch.zeros(4, 16)
+        mask[i, j] = 1.0
+        stock_loss(trainer, logp, loss_inputs(ref_logp, mask))
+        assert trainer._metrics["train"]["kl"][-1] == ours[i, j].item(), (i, j)
 
 
 # --- values ---

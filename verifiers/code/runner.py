@@ -37,6 +37,9 @@ JUDGE_CPU_GRACE_S = 5
 JUDGE_THREADS = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
 
 
+JUDGE_ERROR = "judge_error"  # reason prefix: the judge's own code raised while handling a candidate's data
+
+
 class JudgeError(RuntimeError):
     """The judge process could not be reached or ended without a verdict: the verifier failed, not the candidate."""
 
@@ -128,6 +131,8 @@ def run_function_tests(pool: SandboxPool, judge: JudgeProcess, code: str, job: d
         raise SandboxError(str(verdict["internal"]))
     if verdict.get("unusable"):
         return Outcome(unusable=str(verdict["unusable"]))
+    if verdict.get("judge_error"):  # the judge's own bug on this candidate: counted apart from a failing test
+        return Outcome(0, None, f"{JUDGE_ERROR}: {str(verdict['judge_error'])[:300]}")
     error = "timeout" if timed_out else verdict.get("error")
     passed = verdict.get("passed") if type(verdict.get("passed")) is int else 0
     total = verdict.get("total") if type(verdict.get("total")) is int else None
@@ -206,7 +211,11 @@ def run_stdio_case(
     if status != 0:
         return Outcome(0, 1, f"runtime_error: exit status {status}")
     actual = output.decode("utf-8", errors="replace")
-    if not outputs_match(actual, expected, float_tolerance):
+    try:
+        matched = outputs_match(actual, expected, float_tolerance)
+    except Exception as exc:  # comparing two strings raises nothing but by a bug of ours, on this output
+        return Outcome(0, 1, f"{JUDGE_ERROR}: comparing the output: {type(exc).__name__}: {exc}")
+    if not matched:
         return Outcome(0, 1, None, failures=[{"error": "wrong output", "output": actual[:200]}])
     return Outcome(1, 1)
 
@@ -224,4 +233,4 @@ def _check_setup(sandbox, deadline: float) -> None:
         raise SandboxError(f"the sandbox could not set up the candidate's limits: {why}")
 
 
-__all__ = ["JudgeError", "JudgeProcess", "Outcome", "run_function_tests", "run_stdio_case"]
+__all__ = ["JUDGE_ERROR", "JudgeError", "JudgeProcess", "Outcome", "run_function_tests", "run_stdio_case"]

@@ -16,7 +16,9 @@ result's `details` say which isolation was in force (see sandbox/isolation.py fo
 
 Never raises into the trainer, and never turns its own failure into a 0: a completion that is not text scores 0
 (`bad_completion: ...`); an unusable reference gives None (`unusable_reference: ...`); a sandbox that cannot start, a
-judge that dies or any other failure of the verifier is retried once, then gives None (`internal_error: ...`).
+judge that dies or any other failure of the verifier is retried once, then gives None (`internal_error: ...`). An
+exception of the judge's own code while it handles this candidate's data scores 0 with `judge_error: ...` (None would
+let a policy escape the penalty by triggering it), counted apart from failing tests.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from ..core.deadline_pool import default_worker_count
 from ..core.registry import register_verifier
 from ..sandbox.pool import Limits, SandboxError, SandboxPool, detect_isolation
 from .formats import parse_reference
-from .runner import JudgeError, JudgeProcess, Outcome, run_function_tests, run_stdio_case
+from .runner import JUDGE_ERROR, JudgeError, JudgeProcess, Outcome, run_function_tests, run_stdio_case
 
 logger = logging.getLogger("trl_grpo_ext.verifiers")
 
@@ -173,6 +175,9 @@ class CodeVerifier(Verifier):
         if outcome.unusable:
             logger.warning("code verifier: unusable reference: %s", outcome.unusable)
             return VerificationResult(None, f"unusable_reference: {outcome.unusable}", code, details)
+        if (outcome.error or "").startswith(JUDGE_ERROR):  # no verdict on the candidate: 0 whatever passed before
+            logger.warning("code verifier: %s", outcome.error)
+            return VerificationResult(0.0, outcome.error, code, details)
         total = outcome.total or 0
         all_passed = total > 0 and outcome.passed == total and outcome.error is None
         if all_passed:

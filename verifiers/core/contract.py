@@ -3,7 +3,11 @@
 A verifier scores one completion against one reference and never raises. A wrong or malformed completion scores 0
 (reason `bad_completion: ...` when it is not text); an unusable reference gives None (`unusable_reference: ...`);
 a failure of the verifier itself gives None with reason `internal_error: ...`, never 0, since 0 means "wrong" and
-would train on a signal that is not there. Verifiers know nothing of torch or TRL; `as_reward_function` adapts them.
+would train on a signal that is not there. An exception raised while checking one particular answer (a bug of the
+verifier, or of a library it uses, that this answer triggers) scores 0 with a reason of its own,
+`comparison_error: <type>` (`judge_error: ...` in the code judge): None would let a policy escape the penalty by
+crashing the verifier, and the reason keeps it apart from wrong answers in the metrics and the logs. Verifiers know
+nothing of torch or TRL; `as_reward_function` adapts them.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from typing import Any
 logger = logging.getLogger("trl_grpo_ext.verifiers")
 
 INTERNAL_ERROR = "internal_error"  # reason prefix of a verifier's own failure
+COMPARISON_ERROR = "comparison_error"  # reason prefix of an exception while checking one particular answer
 
 
 @dataclass(frozen=True)
@@ -29,7 +34,8 @@ class VerificationResult:
     score: reward in [0, 1], or None when no verdict exists: the reference is unusable, or the verifier itself failed
         (TRL then treats the reward as missing and leaves the completion out of its group's statistics).
     reason: a short machine-friendly tag ("correct", "wrong", "timeout", "no_answer", "bad_completion: ...",
-        "unusable_reference: ...", "internal_error: ..."), optionally with detail.
+        "unusable_reference: ...", "internal_error: ...", "comparison_error: <type>"), optionally with detail
+        (docs/verifiers.md lists which reasons mean "wrong" and which "could not tell").
     extracted: the answer the verifier took from the completion, when it found one.
     """
 
@@ -49,6 +55,14 @@ def internal_error(exc: BaseException | str, **details: Any) -> VerificationResu
         details.setdefault("traceback", "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
         exc = f"{type(exc).__name__}: {exc}"
     return VerificationResult(None, f"{INTERNAL_ERROR}: {exc}", details=details)
+
+
+def comparison_error(
+    error_type: str, error: str = "", extracted: str | None = None, **details: Any
+) -> VerificationResult:
+    """The result of an exception while checking one answer: score 0, reason `comparison_error: <error_type>`, the
+    exception's text (and traceback, when given) in `details`."""
+    return VerificationResult(0.0, f"{COMPARISON_ERROR}: {error_type}", extracted, {**details, "error": error})
 
 
 def bad_completion(completion: Any) -> VerificationResult:

@@ -6,7 +6,10 @@ dataset columns, `trainer_state`, and two loggers: `log_metric(name, value)` (a 
 
 Failures are loud, never silent zeros: a verifier's own failure is a None reward (TRL turns it into NaN, which keeps
 the completion out of its group's statistics), logged once per batch and counted in `<name>/internal_error_rate`; a
-verifier that fails on every item for `max_failed_batches` batches in a row stops training with a RuntimeError.
+verifier that fails on every item for `max_failed_batches` batches in a row stops training with a RuntimeError. An
+exception while checking one answer scores 0 (`comparison_error: <type>`, `judge_error: ...`), counted in
+`<name>/comparison_error_rate` and `<name>/judge_error_rate` and logged once per batch with the answer and the
+reference, so that a verifier bug shows within the first steps instead of reading as wrong answers.
 """
 
 from __future__ import annotations
@@ -32,7 +35,11 @@ TRACKED_REASONS = {
     "no_answer": "no_answer",
     "bad_completion": "bad_completion",
     "internal_error": "internal_error",
+    "comparison_error": "comparison_error",
+    "judge_error": "judge_error",
 }
+# Reasons of a 0 that is not a verdict on the answer but an exception while checking it (a bug the answer triggers).
+CHECK_ERRORS = ("comparison_error", "judge_error")
 
 
 def completion_text(completion: Any) -> str:
@@ -100,7 +107,7 @@ def as_reward_function(
     The function is named `<name>_reward` (TRL names its metrics `rewards/<function name>/...`). It reads the
     reference of each completion from the dataset column `reference_column`, logs `<name>/timeout_rate`,
     `<name>/unparseable_rate`, `<name>/no_answer_rate`, `<name>/bad_completion_rate`, `<name>/internal_error_rate`,
-    ... through `log_metric`, and the columns `<name>_extracted` and `<name>_reason` through `log_extra`, when the
+    `<name>/comparison_error_rate`, `<name>/judge_error_rate`, ... through `log_metric`, and the columns `<name>_extracted` and `<name>_reason` through `log_extra`, when the
     trainer passes those loggers.
 
     It never raises for bad input: a completion that is not text or a conversation scores 0 (`bad_completion: ...`),
@@ -165,6 +172,7 @@ def as_reward_function(
             pending = prepare(**call)
         results, asked = pending.wait()
         _warn_internal_errors(name, results)
+        _warn_check_errors(name, results, pending.references)
         if log_metric is not None:
             for metric, value in _reason_shares(results).items():
                 log_metric(f"{name}/{metric}", value)
@@ -302,6 +310,26 @@ def _warn_internal_errors(name: str, results: list[VerificationResult]) -> None:
         )
 
 
+def _warn_check_errors(name: str, results: list[VerificationResult], references: list[Any]) -> None:
+    """One warning per batch for the answers whose check raised, with the first such answer and its reference."""
+    failed = [(r, ref) for r, ref in zip(results, references) if r.reason.startswith(CHECK_ERRORS)]
+    if not failed:
+        return
+    first, reference = failed[0]
+    error = first.details.get("error") if isinstance(first.details, dict) else None
+    logger.warning(
+        "verifier %r raised while checking %d of %d answers (scored 0, not a verdict on them; a bug of the verifier "
+        "or of a library it uses): %s. First: answer %s, reference %s%s",
+        name,
+        len(failed),
+        len(results),
+        _summary(Counter(r.reason for r, _ in failed)),
+        f"{first.extracted!r:.300}" if first.extracted is not None else "(none extracted)",
+        f"{reference!r:.300}",
+        f", error {error!r:.500}" if error else "",
+    )
+
+
 def _summary(reasons: Counter, most: int = 3) -> str:
     shown = [f"{reason[:300]!r} x{count}" for reason, count in reasons.most_common(most)]
     if len(reasons) > most:
@@ -320,11 +348,13 @@ class _FailureWatch:
         self._lock = threading.Lock()
 
     def record(self, results: list[VerificationResult]) -> None:
-        """Raise RuntimeError once `limit` batches in a row failed; empty batches do not count."""
+        """Raise RuntimeError once `limit` batches in a row failed; empty batches do not count. A check that raised
+        (`comparison_error`, `judge_error`) counts as a failure here: a verifier that raises on every answer (a
+        broken library, say) would otherwise train on zeros."""
         if not results:
             return
         with self._lock:
-            if not all(r.is_internal_error for r in results):
+            if not all(r.is_internal_error or r.reason.startswith(CHECK_ERRORS) for r in results):
                 self.streak, self.reasons, self.example = 0, Counter(), None
                 return
             self.streak += 1
@@ -334,7 +364,7 @@ class _FailureWatch:
                 return
             streak, reasons, example = self.streak, self.reasons, self.example
             self.streak, self.reasons, self.example = 0, Counter(), None
-        trace = example.details.get("traceback") if example else None
+        trace = example.details.get("traceback") if example and isinstance(example.details, dict) else None
         raise RuntimeError(
             f"verifier {self.name!r} failed on every item of {streak} batches in a row (max_failed_batches="
             f"{self.limit}), so training would go on without a reward signal. Reasons: {_summary(reasons)}."

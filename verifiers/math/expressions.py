@@ -59,7 +59,7 @@ def _done(expr: sympy.Expr) -> sympy.Expr:
         return expr
     try:
         return expr.doit()
-    except Exception:  # sympy raises many types on exotic input
+    except (NotImplementedError, ValueError, ArithmeticError):  # sympy's "cannot": keep what was written
         return expr
 
 
@@ -104,7 +104,7 @@ def _constants_equal(pred: sympy.Expr, ref: sympy.Expr, tol: Tolerance, precisio
         size = sympy.Abs(difference.evalf(DIGITS, strict=True, maxn=MAX_CANCELLATION_DIGITS)).evalf(DIGITS)
     except PrecisionExhausted:
         return True
-    except Exception:  # sympy raises many types on exotic input; an answer that cannot be evaluated is not equal
+    except (NotImplementedError, ArithmeticError):  # no value (sympy cannot evaluate it, or it overflows): not equal
         return False
     if not size.is_Number:
         return False
@@ -134,7 +134,7 @@ def _functions_equal(pred: sympy.Expr, ref: sympy.Expr) -> bool:
         return verdict
     try:
         return sympy.simplify(pred - ref) == 0
-    except Exception:
+    except NotImplementedError:  # sympy's "cannot": no proof that they are equal
         return False
 
 
@@ -187,6 +187,6 @@ def constant_ratio(a: sympy.Expr, b: sympy.Expr) -> float | None:
         return float(ratios[0]) if all(values_agree(r, ratios[0]) for r in ratios) else None
     try:
         ratio = sympy.simplify(a / b)
-    except Exception:
+    except NotImplementedError:  # sympy's "cannot": no constant ratio found
         return None
     return float(ratio) if not ratio.free_symbols and ratio.is_finite and ratio.is_real else None

@@ -75,7 +75,7 @@ def _value_or_none(expr: sympy.Expr, point: dict, sizes: list, constants: dict, 
         return None
     except Unevaluable:
         raise
-    except (ArithmeticError, TypeError, ValueError, RecursionError):
+    except (ArithmeticError, ValueError):  # a division by zero, a math domain error: undefined at this point
         return None
 
 

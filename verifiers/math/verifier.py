@@ -10,12 +10,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import traceback
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.contract import VerificationResult, Verifier, bad_completion, internal_error, is_missing
+from ..core.contract import VerificationResult, Verifier, bad_completion, comparison_error, is_missing
 from ..core.deadline_pool import DeadlinePool, TaskOutcome
 from ..core.registry import register_verifier
 from .extract import extract_answer, extract_reference, reference_letter
@@ -112,9 +113,10 @@ class MathVerifier(Verifier):
         for i, (completion, reference) in enumerate(zip(completions, references)):
             try:
                 decided = self._prepare(i, completion, reference)
-            except Exception as exc:  # our bug, not the answer's fault: None, and the reward adapter logs it per batch
+            except Exception as exc:  # a bug that this answer triggers: 0, counted and logged apart (_result_from)
                 logger.debug("math verifier failed on item %d", i, exc_info=True)
-                decided = internal_error(exc)
+                trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+                decided = comparison_error(type(exc).__name__, f"{type(exc).__name__}: {exc}", traceback=trace)
             if isinstance(decided, _Pending):
                 pending.append(decided)
             else:
@@ -244,7 +246,7 @@ class MathVerifier(Verifier):
             pool = self._ensure_pool()
             items = [(pairs, self.rel_tol, self.abs_tol) for pairs in pair_lists]
             return pool.map(compare_task, items, timeout_s=self.timeout_s)
-        except Exception as exc:  # no worker could start, or the pool broke: the verifier's failure, not the answers'
+        except (RuntimeError, OSError) as exc:  # no worker could start, or the pool broke: not the answers' fault
             logger.error("math verifier workers failed: %s: %s; scoring None", type(exc).__name__, exc)
             error = f"the worker pool failed: {type(exc).__name__}: {exc}"
             return [TaskOutcome("unavailable", error=error)] * len(pair_lists)
@@ -260,11 +262,13 @@ class MathVerifier(Verifier):
 
         - "timeout" (the comparison used more than `timeout_s` of CPU time): 0.0, reason `timeout`. An answer too slow
           to check gets the penalty of a wrong one; otherwise a policy could learn to escape it with slow answers.
-        - "error" from MemoryError or RecursionError (the comparison ran out of memory under `memory_limit_mb`, or
-          out of stack, on this input): 0.0, reason `too_large: ...`, like a timeout and like compare's TooLargeError.
-        - any other "error": `compare_task` itself turns unparseable and oversized answers into verdicts with a
-          reason, so an exception that escapes it is a bug (ours or sympy's), not a property of the answer: None,
-          reason `internal_error: ...`.
+        - "error" from MemoryError (the comparison ran out of memory under `memory_limit_mb` on this input): 0.0,
+          reason `too_large: ...`, like a timeout and like compare's TooLargeError.
+        - any other "error": `compare_task` turns the answers that are not valid LaTeX and the oversized ones into
+          verdicts with a reason, so an exception that escapes it (a RecursionError, a TypeError deep in sympy) is a
+          bug, ours or a library's, that this answer triggers: 0.0, because None would let a policy escape the
+          penalty by crashing the verifier, with reason `comparison_error: <type>` (the message in `details`), which
+          the reward adapter counts and logs with the answer and the reference.
         - "crashed" (the worker died twice), "stalled" (it hit the wall-clock backstop without using its CPU budget),
           "unavailable" (no worker could start) and any other status: None, reason `internal_error: ...`.
         None keeps the item out of its group's statistics instead of training on a false 0, and the reason says what
@@ -273,8 +277,11 @@ class MathVerifier(Verifier):
         if outcome.status == "timeout":
             logger.info("math verifier timed out after %.1f s of CPU time on %r", self.timeout_s, item.pairs[0])
             return VerificationResult(0.0, "timeout", item.extracted, item.details)
-        if outcome.status == "error" and outcome.error_type in ("MemoryError", "RecursionError"):
+        if outcome.status == "error" and outcome.error_type == "MemoryError":
             return VerificationResult(0.0, f"too_large: {outcome.error}", item.extracted, item.details)
+        if outcome.status == "error":
+            logger.debug("math verifier: %s comparing %r", outcome.error, item.pairs[0])
+            return comparison_error(outcome.error_type or "error", outcome.error, item.extracted, **item.details)
         if outcome.status != "ok":
             # Debug only: the reward adapter logs internal errors once per batch.
             logger.debug("math verifier failed (%s) on %r: %s", outcome.status, item.pairs[0], outcome.error)

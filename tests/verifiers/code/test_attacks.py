@@ -15,7 +15,7 @@ import time
 import uuid
 
 import pytest
-from code_verifier_helpers import make_code_verifier
+from code_verifier_helpers import assert_wrong_answer, make_code_verifier
 
 ADD_TESTS = "assert add(1, 2) == 3\nassert add(5, 7) == 12\nassert add(-4, 4) == 0\n"
 
@@ -41,9 +41,10 @@ def needs_kill_all(verifier):
         pytest.skip("without a PID namespace or a dedicated uid, processes leaving the process group survive")
 
 
-def check_zero(verifier, code, tests=ADD_TESTS):
+def check_zero(verifier, code, tests=ADD_TESTS, reason=None):
+    """0, and for a reason that is a verdict on the candidate (or `reason`): not a timeout or an error of ours."""
     result = verifier.verify(code, tests)
-    assert result.score == 0.0, (result.reason, result.details)
+    assert_wrong_answer(result, reason)
     return result
 
 
@@ -292,3 +293,5 @@ def test_verifier_survives_every_attack_in_a_batch(verifier):
     codes = [REWARD_HACKS[a] for a in sorted(REWARD_HACKS)] + ["def add(a, b): return a + b"]
     results = verifier.verify_batch(codes, [ADD_TESTS] * len(codes))
     assert [r.score for r in results] == [0.0] * len(REWARD_HACKS) + [1.0]
+    for result in results[:-1]:
+        assert_wrong_answer(result)

@@ -13,7 +13,7 @@ import json
 import textwrap
 
 import pytest
-from code_verifier_helpers import make_code_verifier
+from code_verifier_helpers import assert_wrong_answer, make_code_verifier
 
 CORRECT = "def add(a, b):\n    return a + b\n"
 
@@ -141,8 +141,7 @@ def test_correct_solution_scores_one(verifier, form):
 @pytest.mark.parametrize("form", sorted(FORMATS))
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
 def test_attack_scores_zero(verifier, form, attack):
-    result = verifier.verify(ATTACKS[attack], FORMATS[form])
-    assert result.score == 0.0, (result.reason, result.details)
+    assert_wrong_answer(verifier.verify(ATTACKS[attack], FORMATS[form]))  # 0 for a verdict, not a timeout or a bug
 
 
 @pytest.mark.parametrize(

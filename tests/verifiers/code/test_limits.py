@@ -32,6 +32,8 @@ def assert_zero_and_clean(verifier, code, tests=ADD_TESTS, max_s=TIMEOUT_S + 4.0
     result = verifier.verify(code, tests)
     elapsed = time.monotonic() - start
     assert result.score == 0.0, (result.reason, result.details)
+    # A limit's 0 (timeout, output_limit, candidate_error...), never one of the verifier's own errors.
+    assert not result.reason.startswith(("judge_error", "internal_error", "comparison_error")), result.reason
     assert elapsed < max_s, f"verdict took {elapsed:.1f}s: the deadline did not fire"
     if verifier.isolation.dedicated_uid:
         assert sandbox_uid_processes() == []

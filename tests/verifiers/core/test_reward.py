@@ -169,6 +169,49 @@ def test_internal_failures_are_logged_once_per_batch(caplog):
     assert "8 of 9 items" in warnings[0].getMessage() and "boom" in warnings[0].getMessage()
 
 
+@register_verifier("raises_checking_for_reward_tests")
+def raises_checking(completion, reference):
+    """An exception while checking the answer "crash" (as the math and code verifiers report one); else exact."""
+    if completion == "crash":
+        return VerificationResult(0.0, "comparison_error: TypeError", "crash", {"error": "TypeError: deep in sympy"})
+    if completion == "judge":
+        return VerificationResult(0.0, "judge_error: KeyError: 'id'", "judge", {})
+    return float(completion == reference)
+
+
+def test_a_check_that_raised_scores_zero_counted_apart_and_logged_once_with_answer_and_reference(caplog):
+    reward = as_reward_function("raises_checking_for_reward_tests")
+    with caplog.at_level(logging.WARNING, logger="trl_grpo_ext.verifiers"):
+        rewards, metrics, extra = call(reward, ["crash", "x", "crash", "judge"], ["x", "x", "ref 7", "x"])
+    assert rewards == [0.0, 1.0, 0.0, 0.0]  # still 0: None would let a policy escape the penalty by crashing it
+    assert metrics["raises_checking_for_reward_tests/comparison_error_rate"] == 0.5
+    assert metrics["raises_checking_for_reward_tests/judge_error_rate"] == 0.25
+    assert metrics["raises_checking_for_reward_tests/internal_error_rate"] == 0.0
+    assert extra["raises_checking_for_reward_tests_reason"][0] == "comparison_error: TypeError"
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1
+    assert "raised while checking 3 of 4 answers" in warnings[0]
+    assert "answer 'crash', reference 'x'" in warnings[0] and "TypeError: deep in sympy" in warnings[0]
+    assert "'comparison_error: TypeError' x2" in warnings[0] and "judge_error: KeyError" in warnings[0]
+
+
+def test_a_verifier_that_raises_checking_every_answer_stops_training():
+    """Zeros from a check that always raises (a broken library) are no reward signal: they count as failed batches."""
+    reward = as_reward_function("raises_checking_for_reward_tests", max_failed_batches=2)
+    assert reward(prompts=None, completions=["crash", "judge"], answer=["x", "x"]) == [0.0, 0.0]
+    with pytest.raises(RuntimeError, match=r"2 batches in a row.*'comparison_error: TypeError' x2"):
+        reward(prompts=None, completions=["crash"], answer=["x"])
+    reward(prompts=None, completions=["crash"], answer=["x"])  # the count restarted after raising
+    assert reward(prompts=None, completions=["crash", "x"], answer=["x", "x"]) == [0.0, 1.0]  # a verdict resets it
+    reward(prompts=None, completions=["crash"], answer=["x"])
+
+
+def test_a_batch_without_check_errors_logs_nothing(caplog):
+    with caplog.at_level(logging.WARNING, logger="trl_grpo_ext.verifiers"):
+        call(as_reward_function("raises_checking_for_reward_tests"), ["x", "y"], ["x", "x"])
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+
+
 @pytest.mark.parametrize(
     "reference, reason",
     [

@@ -41,8 +41,17 @@ def test_at_least_200_probes_over_every_category_of_the_issue():
     assert sum(not p.equal for p in PROBES) >= 100  # most probes are wrong answers that must score 0
 
 
+# A 0 for one of these is no verdict on the answer (docs/verifiers.md): a wrong-answer probe that scores 0 because
+# it timed out or raised would hide a bug of the comparison.
+NOT_A_VERDICT = ("timeout", "too_large", "comparison_error", "internal_error", "unusable_reference")
+
+
 @pytest.mark.parametrize("probe", PROBES, ids=[f"{p.pred} vs {p.ref}" for p in PROBES])
 def test_probe(probe, verdicts):
     result = verdicts[(probe.pred, probe.ref)]
     expected = 1.0 if probe.equal else 0.0
     assert result.score == expected, (probe.category, result.reason, result.details)
+    if probe.equal:
+        assert result.reason == "correct", (probe.category, result.reason)
+    else:
+        assert not result.reason.startswith(NOT_A_VERDICT), (probe.category, result.reason, result.details)

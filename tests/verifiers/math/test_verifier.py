@@ -268,13 +268,15 @@ def light_workers(monkeypatch):
     "compare, score, reason",
     [
         ("compare_segfaulting", None, "internal_error: crashed: the worker process died (signal 11 (SIGSEGV))"),
-        ("compare_raising_type_error", None, "internal_error: error: TypeError: a bug in the comparison"),
+        ("compare_raising_type_error", 0.0, "comparison_error: TypeError"),
+        ("compare_raising_recursion_error", 0.0, "comparison_error: RecursionError"),
         ("compare_raising_memory_error", 0.0, "too_large: MemoryError: "),
     ],
 )
 def test_failures_of_the_comparison_are_told_apart(light_workers, monkeypatch, compare, score, reason):
-    """A crash (after one retry) and a bug are the verifier's failures (None); running out of memory on an input is
-    the input's (0, like a timeout)."""
+    """A crash (after one retry) is the verifier's failure (None); an exception while comparing this answer is a bug
+    it triggers (0, so that crashing the verifier is no escape, with a reason of its own); running out of memory on
+    an input is the input's (0, like a timeout)."""
     import pool_helpers
 
     monkeypatch.setattr(light_workers, "compare_task", getattr(pool_helpers, compare))
@@ -282,6 +284,9 @@ def test_failures_of_the_comparison_are_told_apart(light_workers, monkeypatch, c
     try:
         result = verifier.verify(*UNDECIDED)
         assert result.score == score and result.reason.startswith(reason)
+        if reason.startswith("comparison_error"):
+            assert result.reason == reason and result.details["error"].startswith(reason.split(": ")[1] + ": ")
+            assert result.extracted == "x+1" and result.details["reference"] == "1+x"
     finally:
         verifier.close()
 
@@ -300,7 +305,7 @@ def test_workers_that_cannot_start_give_none_for_the_batch(light_workers, monkey
         verifier.close()
 
 
-def test_a_bug_in_extraction_is_an_internal_error_not_a_wrong_answer(math_verifier, monkeypatch):
+def test_a_bug_in_extraction_is_a_comparison_error_not_a_wrong_answer(math_verifier, monkeypatch):
     import trl_grpo_ext.verifiers.math.verifier as module
 
     def broken_extraction(*args, **kwargs):
@@ -308,5 +313,24 @@ def test_a_bug_in_extraction_is_an_internal_error_not_a_wrong_answer(math_verifi
 
     monkeypatch.setattr(module, "extract_answer", broken_extraction)
     broken, ok = math_verifier.verify_batch([r"\boxed{2}", 123], ["2", "2"])
-    assert broken.score is None and broken.reason == "internal_error: KeyError: 'a bug in extraction'"
+    assert (broken.score, broken.reason) == (0.0, "comparison_error: KeyError")
+    assert (
+        broken.details["error"] == "KeyError: 'a bug in extraction'"
+        and "broken_extraction" in broken.details["traceback"]
+    )
     assert (ok.score, ok.reason) == (0.0, "bad_completion: expected str, got int")
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        (r"\begin{pmatrix}1&2\end{pmatrix}+1", "comparison_error: TypeError"),  # sympy raises building matrix + scalar
+        (r"x +* 2", "unparseable: cannot parse 'x +* 2'"),  # the parser's own "not valid LaTeX"
+    ],
+)
+def test_only_invalid_latex_is_unparseable(math_verifier, answer, reason):
+    """Before, any exception of the parser or of sympy read as `unparseable`: a bug looked like a bad answer."""
+    result = math_verifier.verify(rf"\boxed{{{answer}}}", "x+2")
+    assert result.score == 0.0 and result.reason.startswith(reason)
+    if reason.startswith("comparison_error"):
+        assert result.details["error"] == "TypeError: Mix of Matrix and Scalar symbols"

@@ -17,7 +17,7 @@ anything. Standard library only, imported by the judge script: no package-relati
 
 from __future__ import annotations
 
-from formats_units import CandidateFailure, CandidateGone, UnitTally, describe
+from formats_units import CandidateFailure, CandidateGone, JudgeFault, UnitTally, describe
 from protocol import ProtocolError, decode
 
 
@@ -73,7 +73,7 @@ def _check(function, args: list, expected, match) -> None:
 def _short(value) -> str:
     try:
         text = repr(value)
-    except Exception:  # an int too long to print
+    except ValueError:  # an int too long to print
         text = f"<{type(value).__name__}>"
     return text if len(text) <= 80 else text[:77] + "..."
 
@@ -82,8 +82,10 @@ def exact_match(output, expected) -> bool:
     """LiveCodeBench: `list(output) if tuple`, then ==."""
     try:
         return bool((list(output) if type(output) is tuple else output) == expected)
-    except Exception:  # a candidate object: it cannot be compared
+    except (TypeError, CandidateFailure):  # a candidate object: it refuses to be compared
         return False
+    except Exception as exc:  # comparing plain data raises nothing else but by a bug of the judge's
+        raise JudgeFault(f"comparing a call's result: {describe(exc)}") from exc
 
 
 def apps_match(output, expected) -> bool:
@@ -96,8 +98,10 @@ def apps_match(output, expected) -> bool:
             return True
         tuples = type(output) is list and len(output) > 0 and type(output[0]) is tuple
         return wrapped and tuples and [list(x) for x in output] == expected[0]
-    except Exception:  # a candidate object: it cannot be compared
+    except (TypeError, CandidateFailure):  # a candidate object: it refuses to be compared
         return False
+    except Exception as exc:  # comparing plain data raises nothing else but by a bug of the judge's
+        raise JudgeFault(f"comparing a call's result: {describe(exc)}") from exc
 
 
 def _int_keys(value: dict) -> dict | None:

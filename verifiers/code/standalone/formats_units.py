@@ -25,6 +25,12 @@ class CandidateGone(BaseException):
     catch it (`except Exception`, `pytest.raises(Exception)`): a candidate that dies has not raised anything."""
 
 
+class JudgeFault(BaseException):
+    """The judge's own code raised while handling the candidate's data (decoding a reply, mirroring an argument): a
+    bug of the verifier, not a failing test. A BaseException so that no test code's `except Exception` turns it into
+    a test result; judge.py reports it as `judge_error`."""
+
+
 class UnsupportedTest(Exception):
     """The test needs something the verifier cannot give the candidate (a lambda argument, a built-in fixture, ...)."""
 
@@ -166,7 +172,7 @@ def _raised_class(base: type) -> type:
 def _instance(cls: type, message: str):
     try:
         return cls(message)
-    except Exception:  # UnicodeDecodeError and friends want more arguments; the message is all there is
+    except TypeError:  # UnicodeDecodeError and friends want more arguments; the message is all there is
         return cls.__new__(cls, message)
 
 

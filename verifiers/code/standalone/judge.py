@@ -12,7 +12,8 @@ the judge spend minutes printing it. The rest lives next to it: judge_formats.py
 judge_namespace.py (what the test code sees of the candidate), judge_proxy.py (the candidate's functions as proxies),
 and formats_*.py (each format). A candidate's exception reaches the test code with its builtin type
 (`pytest.raises(ValueError)` works); a sandbox that dies raises CandidateGone, which no test code can catch
-(formats_units.py).
+(formats_units.py). An exception of the judge's own code while it handles the candidate's data (JudgeFault, or any
+exception that escapes the formats) is reported as `judge_error`, never as a failing test.
 """
 
 import os
@@ -22,7 +23,7 @@ import socket
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from formats_units import CandidateFailure, CandidateGone  # noqa: E402
+from formats_units import CandidateFailure, CandidateGone, JudgeFault, describe  # noqa: E402
 from judge_formats import judge  # noqa: E402
 from judge_proxy import Session  # noqa: E402
 from protocol import MAX_MESSAGE_BYTES, LineReader, write_message  # noqa: E402
@@ -49,6 +50,10 @@ def run_job(job_fd: int, request_fd: int, reply_fd: int) -> None:
         verdict = judge(job, session)
     except (CandidateFailure, CandidateGone) as exc:
         verdict = {"total": None, "passed": 0, "error": f"candidate_error: {exc}"}
+    except JudgeFault as exc:
+        verdict = {"judge_error": str(exc)}
+    except Exception as exc:  # the test code's exceptions are judged inside judge(): what escapes is the judge's own
+        verdict = {"judge_error": describe(exc)}
     os.close(request_fd)  # end of file tells the candidate harness to exit
     write_message(job_fd, verdict)
 

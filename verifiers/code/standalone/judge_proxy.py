@@ -11,6 +11,7 @@ from formats_units import (
     CandidateClasses,
     CandidateFailure,
     CandidateGone,
+    JudgeFault,
     UnsupportedTest,
     candidate_raised,
     describe,
@@ -63,6 +64,8 @@ class Session:
             return reply, roomy(decode, reply.get("value"), self.make_handle)
         except (ProtocolError, MemoryError, RecursionError) as exc:
             raise CandidateFailure(f"reply is not plain data: {describe(exc)}") from None
+        except Exception as exc:  # anything else the decoder raises is its own bug, not the candidate's answer
+            raise JudgeFault(f"decoding a reply: {describe(exc)}") from exc
 
     def make_handle(self, number: int, type_name: str):
         """One proxy per object, as the sandbox keeps one number per object: an iterator stays one stream. The sandbox
@@ -76,11 +79,14 @@ class Session:
     def call(self, target: dict, args: tuple, kwargs: dict):
         encoded_args, encoded_kwargs = roomy(encode_arguments, args, kwargs)
         reply, value = self.request("call", target, args=encoded_args, kwargs=encoded_kwargs)
-        apply_mutations(args, reply.get("args_after"), self.make_handle)
-        after = reply.get("kwargs_after")
-        if kwargs and type(after) is dict:  # `sort_in_place(nums=xs)` mutates xs too
-            names = list(kwargs)
-            apply_mutations(tuple(kwargs.values()), [after.get(str(name)) for name in names], self.make_handle)
+        try:
+            apply_mutations(args, reply.get("args_after"), self.make_handle)
+            after = reply.get("kwargs_after")
+            if kwargs and type(after) is dict:  # `sort_in_place(nums=xs)` mutates xs too
+                names = list(kwargs)
+                apply_mutations(tuple(kwargs.values()), [after.get(str(name)) for name in names], self.make_handle)
+        except Exception as exc:  # mirroring plain data raises nothing but by a bug of the judge's
+            raise JudgeFault(f"mirroring the candidate's changes to its arguments: {describe(exc)}") from exc
         return value
 
 

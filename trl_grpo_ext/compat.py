@@ -1,0 +1,70 @@
+"""The TRL and transformers versions the trainer's hooks are tested against, checked when a trainer is built.
+
+`GRPOExtTrainer` overrides private methods of TRL's `GRPOTrainer` and of transformers' `Trainer`
+(docs/trl_hooks.md): another version may rename them, change their arguments or what they return, and a run would
+then train on wrong numbers without an error. `tests/trl_grpo_ext/test_trl_contract.py` checks every name and
+signature the hooks rely on against the installed versions; these ranges are the ones that passed, and the same as
+the dependencies of `pyproject.toml` (a test keeps them equal).
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import logging
+import os
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+logger = logging.getLogger(__name__)
+
+SUPPORTED_VERSIONS = {
+    "trl": ">=1.16.0,<1.17",
+    "transformers": ">=5.0,<5.25",
+}
+# Set to 1 to build a trainer with versions outside SUPPORTED_VERSIONS (a warning says which).
+ALLOW_UNTESTED_VARIABLE = "TRL_GRPO_EXT_ALLOW_UNTESTED_VERSIONS"
+
+
+def installed_versions() -> dict[str, str]:
+    return {package: importlib.metadata.version(package) for package in SUPPORTED_VERSIONS}
+
+
+def unsupported_versions(versions: dict[str, str]) -> list[str]:
+    """One sentence for each package whose version is outside its supported range (pre-releases of a supported
+    version count as that version)."""
+    problems = []
+    for package, specifier in SUPPORTED_VERSIONS.items():
+        try:
+            version = Version(versions[package])
+        except InvalidVersion:
+            problems.append(f"{package} {versions[package]} (not a version number; supported: {specifier})")
+            continue
+        if not SpecifierSet(specifier).contains(version, prereleases=True):
+            problems.append(f"{package} {version} is installed, the supported range is {package}{specifier}")
+    return problems
+
+
+def check_supported_versions(versions: dict[str, str] | None = None) -> None:
+    """Raise RuntimeError naming the supported ranges when TRL or transformers is outside them, unless the
+    environment variable TRL_GRPO_EXT_ALLOW_UNTESTED_VERSIONS=1 allows it (then warn)."""
+    problems = unsupported_versions(installed_versions() if versions is None else versions)
+    if not problems:
+        return
+    message = (
+        "GRPOExtTrainer overrides private methods of TRL's GRPOTrainer and transformers' Trainer, tested only with "
+        f"{', '.join(p + s for p, s in SUPPORTED_VERSIONS.items())}: {'; '.join(problems)}."
+    )
+    if os.environ.get(ALLOW_UNTESTED_VARIABLE) == "1":
+        logger.warning(
+            "%s %s=1 is set, so the trainer is built anyway: run tests/trl_grpo_ext/test_trl_contract.py against "
+            "these versions before trusting its numbers.",
+            message,
+            ALLOW_UNTESTED_VARIABLE,
+        )
+        return
+    raise RuntimeError(
+        f"{message} Install a supported version (pip install 'trl{SUPPORTED_VERSIONS['trl']}' "
+        f"'transformers{SUPPORTED_VERSIONS['transformers']}'), or set {ALLOW_UNTESTED_VARIABLE}=1 to build the "
+        "trainer anyway, after running tests/trl_grpo_ext/test_trl_contract.py against these versions."
+    )
