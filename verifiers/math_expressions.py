@@ -45,7 +45,8 @@ def expressions_equal(
         pred_text = pred_text or _float_text(pred)
         ref_text = ref_text or _float_text(ref)
         pred, ref = (_real_roots(rebuilt(exact(side))) for side in (pred, ref))
-        return _constants_equal(pred, ref, tol, written_precision(pred_text, ref_text, ref_exact))
+        precision = written_precision(pred_text, ref_text, ref_exact, ref_integer=ref.is_Integer is True)
+        return _constants_equal(pred, ref, tol, precision)
     return _functions_equal(exact(pred), exact(ref))
 
 

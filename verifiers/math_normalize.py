@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
+from .math_units import has_wrapped_words, split_unit
+
 # Longest number the in-process fast path reads; longer ones go to a worker under the deadline.
 MAX_FAST_NUMBER_CHARS = 60
 MAX_FAST_EXPONENT = 300
@@ -33,9 +35,8 @@ CURRENCY = re.compile(r"\\\$|\$|€|£|\\euro\b|\\pounds\b|\brs\.?(?=\s*\d)")
 THOUSANDS = re.compile(r"(?<![\d.,(\[{])(\d{1,3})((?:,\d{3})+)(?![\d,)\]])")
 SPACE_THOUSANDS = re.compile(r"-?\d{1,3}(?: \d{3})+(?:\.\d+)?")
 MIXED_NUMBER = re.compile(r"(-?)(\d+)\s+(\d+)\s*/\s*(\d+)")
-TRAILING_UNITS = re.compile(
-    r"(?<=[\d}).])\s*(?:\\text\{\s*)?([a-zA-Z]{2,}\.?(?:\s+[a-zA-Z]{2,}\.?){0,2})\}?\s*(\^\s*\{?\d\}?)?$"
-)
+# `!` after a digit, a bracket, another `!` or a lone letter is a factorial; after a word (`yes!`) it is punctuation.
+FACTORIAL_END = re.compile(r"(?:[\d)}\]|]|(?<![a-zA-Z\\])[a-zA-Z])!!?$")
 BOLD = re.compile(r"\*\*(.+?)\*\*")
 RELATION_WORDS = {"<=": r" \le ", ">=": r" \ge ", "!=": r" \ne "}
 RELATION_COMMANDS = re.compile(r"\\(?:leqslant|leq|le)\b|\\(?:geqslant|geq|ge)\b|\\(?:neq|ne)\b|\\lt\b|\\gt\b")
@@ -46,11 +47,15 @@ INT_FRACTION = re.compile(r"([+-]?)(?:(\d+)\s*)?\\frac\{(\d+)\}\{(\d+)\}|([+-]?\
 
 @dataclass(frozen=True)
 class Normalized:
-    """Canonical LaTeX of an answer. percent: it carried a per-cent sign. invalid: why it can never be right."""
+    """Canonical LaTeX of an answer. percent: it carried a per-cent sign. invalid: why it can never be right.
+    unit: its canonical unit (`cm^2`, `mi`), compared with the other side's when both have one. text_answer: the
+    whole answer was written as text (`\\text{no}`): its letters form words, not a product of variables."""
 
     text: str
     percent: bool = False
     invalid: str | None = None
+    unit: str | None = None
+    text_answer: bool = False
 
 
 def _unwrap_text(text: str) -> str:
@@ -84,13 +89,13 @@ def _fracs_and_roots(text: str) -> str:
 
 
 def _strip_punctuation(text: str) -> str:
-    """Trailing `.`, `,`, `!` (not a factorial), `\\.`, a lone `\\`, a leading `=`; an ellipsis (`1, 2, 3, ...`) is
-    kept."""
+    """Trailing `.`, `,`, `!` (not a factorial: `n!`, `5!!` keep theirs), `\\.`, a lone `\\`, a leading `=`; an
+    ellipsis (`1, 2, 3, ...`) is kept."""
     previous = None
     while previous != text:
         previous = text
         text = text.strip()
-        factorial = re.search(r"[\d)}\]]!$", text) is not None  # `5!`, `(n+1)!`: a factorial, not an exclamation
+        factorial = FACTORIAL_END.search(text) is not None  # `5!`, `n!`, `(n+1)!`, `7!!`: not an exclamation
         if text[-1:] in (".", ",", ";", ":", "!", "?") and not text.endswith("..") and not factorial:
             text = text[:-1]
         text = re.sub(r"\\[.,]?$", "", text) if not text.endswith("\\\\") else text
@@ -114,6 +119,7 @@ def _mixed_number(text: str) -> Normalized | None:
 def normalize_answer(answer: str, strip_units: bool = True) -> Normalized:
     """Canonical LaTeX for one extracted answer (see the module docstring for the rules)."""
     text = BOLD.sub(r"\1", answer).replace("\n", " ").replace("\r", " ")
+    text_answer = TEXT_WRAPPERS.fullmatch(text.strip()) is not None
     if "matrix" not in text and "array" not in text:  # answers copied from JSON or code: \\frac -> \frac
         text = re.sub(r"\\\\(?=[a-zA-Z])", r"\\", text)
     text = text.replace("{,}", ",").replace("\\dots", "\\ldots").replace("\\cdots", "\\ldots")
@@ -122,13 +128,16 @@ def normalize_answer(answer: str, strip_units: bool = True) -> Normalized:
     text = text.replace("\\(", " ").replace("\\)", " ").replace("\\[", " ").replace("\\]", " ")
     text = CURRENCY.sub(" ", text)
     text = DEGREES.sub("", text)
+    wrapped_words = has_wrapped_words(_strip_punctuation(text))
     text = _unwrap_text(text)
     text = _strip_punctuation(text)
     text, percent = _strip_percent(text)
-    if strip_units:
-        text = _strip_units(text)
-        text, more_percent = _strip_percent(text)
-        percent = percent or more_percent
+    unit = None
+    if strip_units and not percent:
+        text, unit, invalid = split_unit(text, wrapped_words)
+        if invalid:
+            return Normalized(text, percent, invalid)
+        text, percent = _strip_percent(text)
     text = _relations(_fracs_and_roots(text))
     text = LIST_WORDS.sub(", ", text) if re.search(r"\d|\\", text) else text
     if re.fullmatch(r"-?0,\d+", text.strip()):  # 0,111 can only be a decimal comma
@@ -141,8 +150,8 @@ def normalize_answer(answer: str, strip_units: bool = True) -> Normalized:
         text = text[1:-1].strip()
     mixed = _mixed_number(text)
     if mixed is not None:
-        return Normalized(mixed.text, percent, mixed.invalid)
-    return Normalized(text, percent)
+        return Normalized(mixed.text, percent, mixed.invalid, unit)
+    return Normalized(text, percent, unit=unit, text_answer=text_answer)
 
 
 def balanced_close(text: str, open_at: int) -> int:
@@ -161,12 +170,6 @@ def balanced_close(text: str, open_at: int) -> int:
 def _strip_percent(text: str) -> tuple[str, bool]:
     stripped = PERCENT.sub("", text)
     return stripped.strip(), stripped != text
-
-
-def _strip_units(text: str) -> str:
-    """Drop trailing unit words after a number ("10 cm^2", "125 miles"); keep an answer that is only words."""
-    stripped = TRAILING_UNITS.sub("", text).strip()
-    return stripped if stripped and stripped != text else text
 
 
 def plain_number(text: str) -> Fraction | None:

@@ -39,10 +39,13 @@ def parse_leaf(latex: str) -> sympy.Basic:
         if re.search(r"[.eE]", latex):
             return sympy.Float(latex.replace(" ", ""), 30)
         return sympy.Rational(value.numerator, value.denominator)
+    latex, double_factorials = _double_factorials(latex)
     try:
         expr = latex_to_sympy(latex)
     except Exception as exc:  # the parser raises bare Exceptions on syntax errors
         raise UnparseableError(f"cannot parse {latex!r}: {str(exc).splitlines()[0][:80]}") from None
+    if double_factorials and isinstance(expr, sympy.Basic):
+        expr = expr.xreplace(double_factorials)
     guard_size(expr)
     if isinstance(expr, sympy.MatrixExpr) or (isinstance(expr, sympy.Basic) and expr.has(sympy.MatrixExpr)):
         expr = expr.doit()  # "A + B" of explicit matrices
@@ -50,6 +53,52 @@ def parse_leaf(latex: str) -> sympy.Basic:
     if isinstance(expr, sympy.Basic) and symbol_i in expr.free_symbols:
         expr = expr.subs(symbol_i, sympy.I)  # `i` is the imaginary unit in answers
     return expr
+
+
+DOUBLE_FACTORIAL_PLACEHOLDER = "\\Omega_{{{}}}"  # parsed as the symbol omega_{N}, replaced by factorial2 afterwards
+PLACEHOLDER_BASE = 770001
+
+
+def _operand_start(latex: str, end: int) -> int:
+    """Where the operand that ends just before `end` begins: a bracketed group, a number, or one letter."""
+    closers = {")": "(", "}": "{", "]": "["}
+    if end > 0 and latex[end - 1] in closers:
+        depth = 0
+        for i in range(end - 1, -1, -1):
+            if latex[i] in closers:
+                depth += 1
+            elif latex[i] in closers.values():
+                depth -= 1
+                if depth == 0:
+                    return i
+        return -1
+    i = end
+    while i > 0 and latex[i - 1].isdigit():
+        i -= 1
+    if i == end and end > 0 and latex[end - 1].isalpha():
+        i = end - 1
+    return i if i < end else -1
+
+
+def _double_factorials(latex: str) -> tuple[str, dict]:
+    """`n!!`, `7!!`, `(2k-1)!!` are double factorials (the parser reads `n!!` as `(n!)!`): each operand is parsed on
+    its own, and stands in the text as a placeholder symbol that is replaced by `factorial2(operand)`."""
+    replacements: dict = {}
+    position = latex.find("!!")
+    while position >= 0:
+        start = _operand_start(latex, position)
+        if start < 0:
+            raise UnparseableError(f"cannot parse {latex!r}: a double factorial without an operand")
+        operand = latex[start:position]
+        value = parse_leaf(operand[1:-1] if operand[:1] in "({[" else operand)
+        if isinstance(value, sympy.Basic) and value.is_Number and value > MAX_FACTORIAL:
+            raise TooLargeError(f"double factorial of {value} is above {MAX_FACTORIAL}")
+        index = PLACEHOLDER_BASE + len(replacements)
+        replacements[sympy.Symbol(f"omega_{{{index}}}")] = sympy.factorial2(value)
+        name = DOUBLE_FACTORIAL_PLACEHOLDER.format(index)
+        latex = latex[:start] + name + latex[position + 2 :]
+        position = latex.find("!!")
+    return latex, replacements
 
 
 try:  # the library's converter class is not public API: a release without it gets the public entry point

@@ -169,7 +169,12 @@ def _to_sympy_set(node: object) -> sympy.Set | None:
         if not (isinstance(interval.low, Leaf) and isinstance(interval.high, Leaf)):
             return None
         low, high = parse_leaf(interval.low.latex), parse_leaf(interval.high.latex)
-        return sympy.Interval(low, high, left_open=interval.left == "(", right_open=interval.right == ")")
+        if not all(isinstance(end, sympy.Expr) and end.is_extended_real is not False for end in (low, high)):
+            return None  # `(2i, -2i)`: complex numbers are no interval of reals, so no set of real solutions
+        try:
+            return sympy.Interval(low, high, left_open=interval.left == "(", right_open=interval.right == ")")
+        except (TypeError, ValueError):  # ends sympy cannot order
+            return None
     if isinstance(node, Union):
         parts = [_to_sympy_set(p) for p in node.parts]
         return None if any(p is None for p in parts) else sympy.Union(*parts)

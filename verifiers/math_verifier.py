@@ -26,6 +26,8 @@ logger = logging.getLogger("trl_grpo_ext.verifiers.math")
 PERCENT_MODES = ("either", "strip", "fraction")
 CHOICE_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 VERDICT_CACHE_SIZE = 20_000
+# Two-letter English words an answer may be: never a product of two variables (`no` is not `on`).
+TWO_LETTER_WORDS = frozenset("no on or of is it if in an as at to up us we so do go be by he me my".split())
 
 
 @dataclass
@@ -170,9 +172,11 @@ class MathVerifier(Verifier):
         if pred_norm.invalid or not pred_norm.text:
             return VerificationResult(0.0, pred_norm.invalid or "no_answer", extraction.answer, details)
         details["normalized"] = (pred_norm.text, ref_norm.text)
+        if pred_norm.unit and ref_norm.unit and pred_norm.unit != ref_norm.unit:
+            return VerificationResult(0.0, "different_unit", extraction.answer, details)
         undecided = []
         for pred, ref in self._percent_pairs(pred_norm, ref_norm):
-            verdict = self._fast_compare(pred, ref)
+            verdict = self._fast_compare(pred, ref, pred_norm.text_answer or ref_norm.text_answer)
             if verdict is True:
                 return VerificationResult(1.0, "correct", extraction.answer, details)
             if verdict is None:
@@ -195,8 +199,9 @@ class MathVerifier(Verifier):
         scaled = (hundredth(pred.text), ref.text) if pred.percent else (pred.text, hundredth(ref.text))
         return [(pred.text, ref.text), scaled]
 
-    def _fast_compare(self, pred: str, ref: str) -> bool | None:
-        """True/False when decidable in microseconds without sympy; None when a worker must decide."""
+    def _fast_compare(self, pred: str, ref: str, text: bool = False) -> bool | None:
+        """True/False when decidable in microseconds without sympy; None when a worker must decide. `text`: one side
+        was written as text (`\\text{no}`), so its letters are a word, not a product of variables."""
         if pred.replace(" ", "") == ref.replace(" ", ""):
             return True
         a, b = plain_number(pred), plain_number(ref)
@@ -206,9 +211,10 @@ class MathVerifier(Verifier):
         if word_a is not None and word_b is not None:
             if len(word_a) == 1 or len(word_b) == 1:  # single letters: E (a choice) is not e (Euler's number)
                 return word_a == word_b
-            if word_a != word_b and sorted(word_a) == sorted(word_b) and len(word_a) <= 4:
-                return None  # `ab` and `ba` may be products of variables: sympy decides
-            return word_a.lower() == word_b.lower()
+            text = text or bool({word_a.lower(), word_b.lower()} & TWO_LETTER_WORDS)
+            if word_a != word_b and sorted(word_a) == sorted(word_b) and len(word_a) <= 2 and not text:
+                return None  # `ab` and `ba`, written in math, are products of variables: sympy decides
+            return word_a.lower() == word_b.lower()  # words (3+ letters, or written as text) are compared as text
         if (word_a is not None) != (word_b is not None) and (a is not None or b is not None):
             return False  # a word against a number
         return None
