@@ -41,6 +41,7 @@ BOLD = re.compile(r"\*\*(.+?)\*\*")
 RELATION_WORDS = {"<=": r" \le ", ">=": r" \ge ", "!=": r" \ne "}
 RELATION_COMMANDS = re.compile(r"\\(?:leqslant|leq|le)\b|\\(?:geqslant|geq|ge)\b|\\(?:neq|ne)\b|\\lt\b|\\gt\b")
 LIST_WORDS = re.compile(r"\s*(?:\\text\{\s*(?:and|or)\s*\}|\b(?:and|or)\b)\s*")
+ALTERNATIVE_WORD = re.compile(r"\\text\{\s*or\s*\}|\bor\b")
 NUMBER_TEXT = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 INT_FRACTION = re.compile(r"([+-]?)(?:(\d+)\s*)?\\frac\{(\d+)\}\{(\d+)\}|([+-]?\d+)\s*/\s*(\d+)")
 
@@ -116,8 +117,9 @@ def _mixed_number(text: str) -> Normalized | None:
     return Normalized(f"{sign}\\frac{{{value}}}{{{den}}}")
 
 
-def normalize_answer(answer: str, strip_units: bool = True) -> Normalized:
-    """Canonical LaTeX for one extracted answer (see the module docstring for the rules)."""
+def normalize_answer(answer: str, strip_units: bool = True, reference: bool = False) -> Normalized:
+    """Canonical LaTeX for one extracted answer (see the module docstring for the rules). Unknown trailing words make
+    an answer invalid, and are kept as the unit of a `reference` (which is trusted: `17 \\text{ any text}`)."""
     text = BOLD.sub(r"\1", answer).replace("\n", " ").replace("\r", " ")
     text_answer = TEXT_WRAPPERS.fullmatch(text.strip()) is not None
     if "matrix" not in text and "array" not in text:  # answers copied from JSON or code: \\frac -> \frac
@@ -134,12 +136,17 @@ def normalize_answer(answer: str, strip_units: bool = True) -> Normalized:
     text, percent = _strip_percent(text)
     unit = None
     if strip_units and not percent:
-        text, unit, invalid = split_unit(text, wrapped_words)
-        if invalid:
+        stripped, unit, invalid = split_unit(text, wrapped_words)
+        if invalid and not reference:
             return Normalized(text, percent, invalid)
+        text = stripped  # a reference's trailing words act as its unit: a bare answer or the same words match it
         text, percent = _strip_percent(text)
     text = _relations(_fracs_and_roots(text))
-    text = LIST_WORDS.sub(", ", text) if re.search(r"\d|\\", text) else text
+    if re.search(r"\d|\\", text) and LIST_WORDS.search(text):
+        alternatives = ALTERNATIVE_WORD.search(text) is not None
+        text = LIST_WORDS.sub(", ", text)
+        if alternatives:  # "3 or 5" names alternatives: a set, which never equals the ordered pair (3, 5)
+            text = f"\\{{{_strip_punctuation(text)}\\}}"
     if re.fullmatch(r"-?0,\d+", text.strip()):  # 0,111 can only be a decimal comma
         text = text.replace(",", ".")
     text = THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(",", ""), text)

@@ -41,6 +41,9 @@ _UNIT_SPELLINGS: dict[str, tuple[str, ...]] = {
     "dollar": ("dollar", "usd"),
     "cent": ("cent", "cents", "ct"),
     "euro": ("euro", "eur"),
+    "yuan": ("yuan", "rmb", "renminbi"),
+    "yen": ("yen",),
+    "rupee": ("rupee", "rs"),
     "deg": ("degree", "deg"),
     "rad": ("radian", "rad"),
     "unit": ("unit",),
@@ -100,8 +103,9 @@ def has_wrapped_words(text: str) -> bool:
 
 
 def split_unit(text: str, wrapped: bool = False) -> tuple[str, str | None, str | None]:
-    """(text without its unit, canonical unit or None, why the answer is unparseable or None). `wrapped`: the trailing
-    words were written as text (`\\text{...}`), so even one short unknown word is text, not a variable."""
+    """(text without its unit, canonical unit or None, None), or (text without its trailing words, the words, why the
+    answer is unparseable) when they are no unit. `wrapped`: the trailing words were written as text (`\\text{...}`),
+    so even one short unknown word is text, not a variable."""
     bare = BARE_WORDS.search(text)
     if bare is None:
         return text, None, None
@@ -111,5 +115,5 @@ def split_unit(text: str, wrapped: bool = False) -> tuple[str, str | None, str |
     if unit is not None:
         return text[: bare.start()].strip(), unit, None
     if wrapped or len(words.split()) > 1 or (bare.group(1) and len(words) >= 3):
-        return text, None, f"unparseable: trailing words {words!r}"
+        return text[: bare.start()].strip(), words.lower(), f"unparseable: trailing words {words!r}"
     return text, None, None  # `2xy`, `3 ab`: a product of variables

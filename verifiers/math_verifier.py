@@ -163,7 +163,7 @@ class MathVerifier(Verifier):
             return VerificationResult(
                 float(correct), "letter" if correct else "wrong_letter", extraction.answer, details
             )
-        ref_norm = normalize_answer(ref_extraction.answer, self.strip_units)
+        ref_norm = normalize_answer(ref_extraction.answer, self.strip_units, reference=True)
         if ref_norm.invalid or not ref_norm.text:
             return VerificationResult(
                 None, f"unusable_reference: {ref_norm.invalid or 'empty'}", extraction.answer, details
