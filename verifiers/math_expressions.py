@@ -19,7 +19,7 @@ from sympy import MatrixBase
 from sympy.core.evalf import PrecisionExhausted
 
 from .math_numbers import Tolerance, written_precision
-from .math_points import DIGITS, Unevaluable, sample_values, values_agree
+from .math_points import DIGITS, Unevaluable, difference_is_real, sample_values, values_agree
 
 MAX_CANCELLATION_DIGITS = 400  # an exact difference indistinguishable from 0 at this many digits counts as 0
 AGREEING_POINTS = 4  # points inside the common domain needed for a verdict "equal"
@@ -140,14 +140,22 @@ def _functions_equal(pred: sympy.Expr, ref: sympy.Expr) -> bool:
 
 
 def _agree_at_points(pred: sympy.Expr, ref: sympy.Expr) -> bool | None:
-    """False at the first point where the sides differ (in value, or one defined and the other not); True when they
-    agree at `AGREEING_POINTS` points or more; None when they cannot be evaluated."""
+    """False at the first point where the sides differ (in value, at two working precisions, or one defined and the
+    other not at a random point); True when they agree at `AGREEING_POINTS` points or more, random and refuting
+    (`math_refute`) alike; None when they cannot be evaluated."""
     agreeing = 0
+    difference = rebuilt(pred - ref)
+    complex_mode = pred.has(sympy.I) or ref.has(sympy.I)
     try:
-        for a, b, scale in sample_values(pred, ref):
+        for sample in sample_values(pred, ref, refute=True):
+            a, b = sample.pred, sample.ref
             if a is None and b is None:
                 continue
-            if a is None or b is None or not values_agree(a, b, scale):
+            if a is None or b is None:
+                if sample.refuting:  # an isolated hole (`(x^2-1)/(x-1)` at 1) is not a different answer
+                    continue
+                return False
+            if not values_agree(a, b, sample.scale) or difference_is_real(difference, sample.point, complex_mode):
                 return False
             agreeing += 1
     except Unevaluable:
@@ -178,7 +186,7 @@ def constant_ratio(a: sympy.Expr, b: sympy.Expr) -> float | None:
     """The constant c with a = c * b: the same ratio at every sampled point (simplification only when sampling fails)."""
     ratios = []
     try:
-        for va, vb, _ in sample_values(a, b):
+        for va, vb, *_ in sample_values(a, b):
             if not (isinstance(va, mpmath.mpf) and isinstance(vb, mpmath.mpf)) or vb == 0:
                 continue
             ratios.append(va / vb)
