@@ -12,7 +12,7 @@ from __future__ import annotations
 from .math_expressions import expressions_equal
 from .math_numbers import Tolerance
 from .math_parse import TooLargeError, UnparseableError, parse_leaf
-from .math_relations import as_interval, with_relation
+from .math_relations import as_interval, same_real_set, with_relation
 from .math_structure import Interval, Leaf, Relation, Seq, Union, parse_structure
 
 
@@ -50,8 +50,10 @@ def structures_equal(pred: object, ref: object, tol: Tolerance) -> bool:
         return _unordered_equal(pred.items, ref.items, tol)
     if isinstance(pred, (Interval, Seq)) and isinstance(ref, (Interval, Seq)):
         return _intervals_equal(pred, ref, tol)
-    if isinstance(pred, Union) and isinstance(ref, Union):
-        return _unordered_equal(pred.parts, ref.parts, tol)
+    if isinstance(pred, Union) and isinstance(ref, Union) and _unordered_equal(pred.parts, ref.parts, tol):
+        return True
+    if isinstance(pred, (Union, Interval)) and isinstance(ref, (Union, Interval)):
+        return same_real_set(pred, ref)  # `[1, 2] \cup [2, 3]` is `[1, 3]`
     if isinstance(pred, Leaf) and isinstance(ref, Leaf):
         return leaves_equal(pred, ref, tol)
     return False

@@ -23,6 +23,14 @@ SPACING = re.compile(r"(?<!\\)\\[,;:! ]|\\q?quad\b|\\displaystyle|\\left\b|\\rig
 TEXT_WRAPPERS = re.compile(
     r"\\(?:text|textbf|textit|textrm|textnormal|mathrm|mathbf|mathit|mbox|operatorname|boldsymbol|bm)\s*\{([^{}]*)\}"
 )
+NAMED_FUNCTION = re.compile(r"\\(?:operatorname|mathrm|text)\s*\{\s*(lcm|gcd)\s*\}")
+UNICODE_ROOT = re.compile(r"√\s*(?:\{([^{}]*)\}|\(([^()]*)\)|(\d+(?:\.\d+)?|[a-zA-Z]))")
+UNICODE_SIGNS = {"π": "\\pi ", "∞": "\\infty ", "×": "\\times ", "·": "\\cdot ", "−": "-", "≤": "\\le ", "≥": "\\ge ",
+                 "≠": "\\ne ", "∪": "\\cup ", "∅": "\\emptyset "}  # fmt: skip
+REALS = re.compile(r"\\mathbb\s*\{?\s*R\s*\}?|ℝ")
+EMPTY_SET = re.compile(r"\\varnothing\b|\\emptyset\b|^\s*\\\{\s*\\\}\s*$|^\s*\{\s*\}\s*$")
+SET_BUILDER = re.compile(r"\\\{\s*([a-zA-Z])\s*(?:\\in\s*\(-\\infty, \\infty\))?\s*(?:\\mid|\||:)(.+)\\\}")
+REPEATING = re.compile(r"([+-]?)(\d*)\.(\d*)(?:\\overline\{(\d+)\}|(?:\\ldots|\.\.\.|…))")
 FRAC_ALIASES = re.compile(r"\\[dtc]frac(?![a-zA-Z])")
 FRAC_SHORT = re.compile(r"\\frac\s*(\d)\s*(\d)")
 FRAC_SHORT_NUM = re.compile(r"\\frac\s*(\d)\s*\{")
@@ -57,14 +65,54 @@ class Normalized:
     invalid: str | None = None
     unit: str | None = None
     text_answer: bool = False
+    degrees: bool = False  # written in degrees (`30^\\circ`): equal to radians in pi (`\\frac{\\pi}{6}`)
 
 
 def _unwrap_text(text: str) -> str:
+    text = NAMED_FUNCTION.sub(r"\\\1", text)  # \operatorname{lcm}(4, 6) is the function, not the letters l, c, m
     previous = None
     while previous != text:  # nested wrappers: \text{\textbf{A}}
         previous = text
         text = TEXT_WRAPPERS.sub(r"\1", text)
     return text
+
+
+def _unicode_and_named_sets(text: str) -> str:
+    """`√2`, `√(x+1)`, `π`, `∞`, `≤` as LaTeX; `\\mathbb{R}` as the interval of all reals; every empty-set sign
+    as `\\emptyset`."""
+    text = UNICODE_ROOT.sub(lambda m: f"\\sqrt{{{m.group(1) or m.group(2) or m.group(3)}}}", text)
+    for sign, latex in UNICODE_SIGNS.items():
+        text = text.replace(sign, latex)
+    text = REALS.sub(r"(-\\infty, \\infty)", text)
+    return EMPTY_SET.sub(r"\\emptyset", text)
+
+
+def _set_builder(text: str) -> str:
+    """`\\{x \\mid x > 2\\}` and `\\{x \\in \\mathbb{R} : x > 2\\}` state the condition `x > 2`."""
+    match = SET_BUILDER.fullmatch(text.strip())
+    if match is None or not re.search(rf"(?<![a-zA-Z\\]){match.group(1)}(?![a-zA-Z])", match.group(2)):
+        return text
+    return match.group(2).strip()
+
+
+def _repeating_decimal(text: str) -> str:
+    """`0.\\overline{3}`, `0.1\\overline{6}`, `0.333\\ldots`, `0.142857142857...` as the exact fraction they
+    write; an ellipsis repeats the shortest block that the written digits end with at least twice."""
+    match = REPEATING.fullmatch(text.replace(" ", ""))
+    if match is None:
+        return text
+    sign, whole, digits = match.group(1), match.group(2) or "0", match.group(3)
+    if match.group(4) is not None:
+        fixed, period = digits, match.group(4)
+    else:
+        period_length = next((p for p in range(1, len(digits) // 2 + 1) if digits[-p:] * 2 == digits[-2 * p :]), 0)
+        if period_length == 0:
+            return text
+        fixed, period = digits[: -2 * period_length], digits[-period_length:]
+        while fixed.endswith(period):
+            fixed = fixed[: -len(period)]
+    value = Fraction(int(whole)) + Fraction(int(fixed + period) - int(fixed or "0"), 10 ** len(fixed) * (10 ** len(period) - 1))
+    return f"{sign}\\frac{{{value.numerator}}}{{{value.denominator}}}"
 
 
 def _relations(text: str) -> str:
@@ -125,10 +173,12 @@ def normalize_answer(answer: str, strip_units: bool = True, reference: bool = Fa
     if "matrix" not in text and "array" not in text:  # answers copied from JSON or code: \\frac -> \frac
         text = re.sub(r"\\\\(?=[a-zA-Z])", r"\\", text)
     text = text.replace("{,}", ",").replace("\\dots", "\\ldots").replace("\\cdots", "\\ldots")
+    text = _unicode_and_named_sets(text)
     text = re.sub(r"(\d),\\!\s*(?=\d)", r"\1,", text)
     text = SPACING.sub(" ", text)
     text = text.replace("\\(", " ").replace("\\)", " ").replace("\\[", " ").replace("\\]", " ")
     text = CURRENCY.sub(" ", text)
+    degrees = DEGREES.search(text) is not None
     text = DEGREES.sub("", text)
     wrapped_words = has_wrapped_words(_strip_punctuation(text))
     text = _unwrap_text(text)
@@ -155,10 +205,11 @@ def normalize_answer(answer: str, strip_units: bool = True, reference: bool = Fa
         text = text.replace(" ", "")
     if text.startswith("{") and balanced_close(text, 0) == len(text):  # LaTeX grouping braces: {1,3}
         text = text[1:-1].strip()
+    text = _repeating_decimal(_set_builder(text))
     mixed = _mixed_number(text)
     if mixed is not None:
         return Normalized(mixed.text, percent, mixed.invalid, unit)
-    return Normalized(text, percent, unit=unit, text_answer=text_answer)
+    return Normalized(text, percent, unit=unit, text_answer=text_answer, degrees=degrees or unit == "deg")
 
 
 def balanced_close(text: str, open_at: int) -> int:

@@ -20,6 +20,7 @@ from sympy import MatrixBase
 from .math_normalize import plain_number
 
 MAX_EXPONENT = 10_000
+MAX_MATRIX_POWER = 100
 MAX_FACTORIAL = 10_000  # 10000! has 35,660 digits: exact integer arithmetic on it takes milliseconds
 PARSE_CONFIG = NormalizationConfig(basic_latex=True, units=False, malformed_operators=False, nits=False, boxed="none")
 
@@ -49,6 +50,10 @@ def parse_leaf(latex: str) -> sympy.Basic:
     guard_size(expr)
     if isinstance(expr, sympy.MatrixExpr) or (isinstance(expr, sympy.Basic) and expr.has(sympy.MatrixExpr)):
         expr = expr.doit()  # "A + B" of explicit matrices
+        if isinstance(expr, sympy.MatPow) and expr.exp.is_Integer and 0 <= expr.exp <= MAX_MATRIX_POWER:
+            expr = sympy.Matrix(expr.base) ** int(expr.exp)  # a power of an explicit matrix, worked out
+    if isinstance(expr, sympy.Basic) and expr.has(sympy.UnevaluatedExpr):  # `\gcd(12, 18)`, `\lcm(4, 6)`
+        expr = expr.replace(lambda node: isinstance(node, sympy.UnevaluatedExpr), lambda node: node.args[0])
     symbol_i = sympy.Symbol("i")
     if isinstance(expr, sympy.Basic) and symbol_i in expr.free_symbols:
         expr = expr.subs(symbol_i, sympy.I)  # `i` is the imaginary unit in answers

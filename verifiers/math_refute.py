@@ -78,17 +78,22 @@ def _real_roots(expr: sympy.Expr, symbol: sympy.Symbol) -> list[float]:
 
 
 def _breakpoint_points(symbols: list[sympy.Symbol], exprs: tuple[sympy.Expr, ...], rng: random.Random) -> list[dict]:
+    """Each breakpoint in each variable, and points on both sides of it; the other variables at a positive value
+    (inside the domain of `\\sqrt{y}`, `\\ln y`) and then at values of random signs."""
     arguments = [a for expr in exprs for a in _kink_arguments(expr)]
     if not arguments or not symbols:
         return []
-    base = {s: _dyadic(rng.uniform(0.3, 3.0) * rng.choice((-1, 1))) for s in symbols}
     points = []
-    for symbol in symbols:
-        others = {s: sympy.Rational(int(v * 2**40), 2**40) for s, v in base.items() if s != symbol}
-        roots = sorted({round(r, 12) for a in arguments for r in _real_roots(a.xreplace(others), symbol)})
-        for root in roots[:MAX_BREAKPOINTS]:
-            for offset in (0.0, *SIDE_OFFSETS, *(-o for o in SIDE_OFFSETS)):
-                point = dict(base)
-                point[symbol] = _dyadic(root + offset * max(1.0, abs(root)))
-                points.append(point)
+    for signs in ((1,) * len(symbols), tuple(rng.choice((-1, 1)) for _ in symbols)):
+        base = {s: _dyadic(rng.uniform(0.3, 3.0) * sign) for s, sign in zip(symbols, signs)}
+        for symbol in symbols:
+            others = {s: sympy.Rational(int(v * 2**40), 2**40) for s, v in base.items() if s != symbol}
+            roots = sorted({round(r, 12) for a in arguments for r in _real_roots(a.xreplace(others), symbol)})
+            for root in roots[:MAX_BREAKPOINTS]:
+                for offset in (0.0, *SIDE_OFFSETS, *(-o for o in SIDE_OFFSETS)):
+                    point = dict(base)
+                    point[symbol] = _dyadic(root + offset * max(1.0, abs(root)))
+                    points.append(point)
+        if len(symbols) == 1:
+            break  # one variable: the other signs change nothing
     return points

@@ -163,6 +163,17 @@ def _chain_interval(rel: Relation) -> Interval | None:
     return None
 
 
+def same_real_set(a: object, b: object) -> bool:
+    """Whether two unions of intervals describe the same set of reals (their ends compared exactly)."""
+    set_a, set_b = _to_sympy_set(a), _to_sympy_set(b)
+    if set_a is None or set_b is None:
+        return False
+    try:
+        return bool(sympy.simplify(set_a.symmetric_difference(set_b)) == sympy.S.EmptySet)
+    except Exception:  # sympy raises many types on exotic sets: not shown equal
+        return False
+
+
 def _to_sympy_set(node: object) -> sympy.Set | None:
     interval = as_interval(node)
     if interval is not None:

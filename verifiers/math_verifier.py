@@ -40,6 +40,15 @@ class _Pending:
     details: dict[str, Any]
 
 
+def _degree_pairs(pred: Normalized, ref: Normalized) -> list[tuple[str, str]]:
+    """An angle in degrees against one in radians written with pi: `30^\\circ` is `\\frac{\\pi}{6}`."""
+    if pred.degrees and not ref.degrees and "\\pi" in ref.text:
+        return [(f"\\frac{{\\pi}}{{180}} \\cdot ({pred.text})", ref.text)]
+    if ref.degrees and not pred.degrees and "\\pi" in pred.text:
+        return [(pred.text, f"\\frac{{\\pi}}{{180}} \\cdot ({ref.text})")]
+    return []
+
+
 def _check_positive(name: str, value: Any, allow_zero: bool = False) -> None:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and (value >= 0 if allow_zero else value > 0)
     if not ok:
@@ -175,7 +184,7 @@ class MathVerifier(Verifier):
         if pred_norm.unit and ref_norm.unit and pred_norm.unit != ref_norm.unit:
             return VerificationResult(0.0, "different_unit", extraction.answer, details)
         undecided = []
-        for pred, ref in self._percent_pairs(pred_norm, ref_norm):
+        for pred, ref in self._percent_pairs(pred_norm, ref_norm) + _degree_pairs(pred_norm, ref_norm):
             verdict = self._fast_compare(pred, ref, pred_norm.text_answer or ref_norm.text_answer)
             if verdict is True:
                 return VerificationResult(1.0, "correct", extraction.answer, details)
@@ -216,7 +225,7 @@ class MathVerifier(Verifier):
                 return None  # `ab` and `ba`, written in math, are products of variables: sympy decides
             return word_a.lower() == word_b.lower()  # words (3+ letters, or written as text) are compared as text
         if (word_a is not None) != (word_b is not None) and (a is not None or b is not None):
-            return False  # a word against a number
+            return None if "e" in (word_a, word_b) else False  # a word against a number; Euler's e: sympy decides
         return None
 
     def _run_in_workers(self, pending: list[_Pending]) -> list[VerificationResult]:
