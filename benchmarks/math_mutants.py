@@ -94,9 +94,13 @@ def mutants(reference: str) -> list[Mutant]:
     letter = reference_letter(reference)
     if letter is not None:
         other = "B" if letter != "B" else "C"
-        forms = (f"The answer is ({letter}) or ({other}).", rf"\boxed{{{letter}, {other}}}", f"Either {other} or {letter}.")
+        forms = (
+            f"The answer is ({letter}) or ({other}).",
+            rf"\boxed{{{letter}, {other}}}",
+            f"Either {other} or {letter}.",
+        )
         return [Mutant("hedge", form, reference) for form in forms]
-    norm = normalize_answer(reference, reference=True)
+    norm = normalize_answer(reference)
     if norm.invalid or not norm.text:
         return []
     answer, number = norm.text, plain_number(norm.text)
@@ -114,7 +118,9 @@ def mutants(reference: str) -> list[Mutant]:
     if number is not None and not norm.percent:
         unit = norm.unit or "cm"
         if norm.unit is None:
-            found.append(Mutant("unit", rf"\boxed{{{answer}\text{{ {OTHER_UNITS[unit]}}}}}", f"{reference}\\text{{ {unit}}}"))
+            found.append(
+                Mutant("unit", rf"\boxed{{{answer}\text{{ {OTHER_UNITS[unit]}}}}}", f"{reference}\\text{{ {unit}}}")
+            )
         elif unit in OTHER_UNITS:
             found.append(Mutant("unit", rf"\boxed{{{answer}\text{{ {OTHER_UNITS[unit]}}}}}", reference))
         found += _approximations(answer, number, reference)
@@ -153,7 +159,9 @@ def public_references() -> list[str]:
     folder = Path(os.environ.get("MATH_EQUIVALENCE_DIR", REPO_ROOT.parent / "shared" / "data" / "math_equivalence"))
     if not folder.is_dir():
         return []
-    golds = [json.loads(line)["gold"] for path in sorted(folder.glob("*.jsonl")) for line in path.open() if line.strip()]
+    golds = [
+        json.loads(line)["gold"] for path in sorted(folder.glob("*.jsonl")) for line in path.open() if line.strip()
+    ]
     from trl_grpo_ext.verifiers.math_extract import extract_reference
 
     answers = [extract_reference(g).answer for g in golds]

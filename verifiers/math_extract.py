@@ -225,7 +225,9 @@ def _candidates(sentence: str) -> list[tuple[int, int, str]]:
     """Math blocks and the numbers outside them, as (start, end, text), in order."""
     found = [(m.start(), m.end(), next(g for g in m.groups() if g is not None)) for m in MATH_BLOCK.finditer(sentence)]
     masked = MATH_BLOCK.sub(lambda m: " " * len(m.group(0)), sentence)
-    found += [(m.start(), m.end(), m.group(0)) for m in NUMBER.finditer(masked) if any(c.isdigit() for c in m.group(0))]
+    found += [
+        (m.start(), m.end(), m.group(0)) for m in NUMBER.finditer(masked) if any(c.isdigit() for c in m.group(0))
+    ]
     return sorted(found)
 
 
@@ -285,7 +287,9 @@ def letter_answer(text: str, letters: str) -> str | None:
     plain = re.sub(r"\\(?:text|textbf|mathrm|mathbf)\{([^{}]*)\}", r"\1", text).replace("$", "")
     boxes = find_boxes(plain)
     if boxes:
-        boxed = {m.group(1) for _, _, content in boxes for m in LETTER_TOKEN.finditer(content) if m.group(1) in letters}
+        boxed = {
+            m.group(1) for _, _, content in boxes for m in LETTER_TOKEN.finditer(content) if m.group(1) in letters
+        }
         last = _first_letter(boxes[-1][2], letters)
         return HEDGE if len(boxed) > 1 else (last.group(1) if last else None)
     matches = list(ANCHORS.finditer(plain))

@@ -111,7 +111,9 @@ def _repeating_decimal(text: str) -> str:
         fixed, period = digits[: -2 * period_length], digits[-period_length:]
         while fixed.endswith(period):
             fixed = fixed[: -len(period)]
-    value = Fraction(int(whole)) + Fraction(int(fixed + period) - int(fixed or "0"), 10 ** len(fixed) * (10 ** len(period) - 1))
+    value = Fraction(int(whole)) + Fraction(
+        int(fixed + period) - int(fixed or "0"), 10 ** len(fixed) * (10 ** len(period) - 1)
+    )
     return f"{sign}\\frac{{{value.numerator}}}{{{value.denominator}}}"
 
 

@@ -66,7 +66,11 @@ BARE_WORDS = re.compile(
 
 def _plural_free(word: str) -> str | None:
     lower = word.lower().rstrip(".")
-    for candidate in (lower, lower[:-1] if lower.endswith("s") else None, lower[:-2] if lower.endswith("es") else None):
+    for candidate in (
+        lower,
+        lower[:-1] if lower.endswith("s") else None,
+        lower[:-2] if lower.endswith("es") else None,
+    ):
         if candidate and candidate in _SPELLING_TO_UNIT:
             return _SPELLING_TO_UNIT[candidate]
     return None
