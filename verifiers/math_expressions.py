@@ -3,9 +3,11 @@
 - Numbers follow `math_numbers`: exact numbers exactly (an exact difference, or one evaluated by sympy at `DIGITS`
   digits that is not zero), decimals at the precision they are written to.
 - Expressions: symbols are real. The cheap symbolic proof comes first (the difference, rebuilt with real symbols,
-  is 0 on construction); then both sides are evaluated at the points of `math_points`, each in its real domain. Where
-  both are defined they must agree; a point where one side is defined and the other is not is a different answer
-  (`2\\ln x` is not `2\\ln|x|`), and isolated points (the hole of `(x^2-1)/(x-1)`) are never drawn.
+  is 0 on construction); then both sides are evaluated at the random points of `math_points` and at the refuting
+  points of `math_refute`, each in its real domain. Where both are defined they must agree, and their difference must
+  not keep the same non-zero value at two working precisions; a random point where one side is defined and the other
+  is not is a different answer (`2\\ln x` is not `2\\ln|x|`), while at a refuting point it may be a hole (that of
+  `(x^2-1)/(x-1)` at 1) and decides nothing.
   `sympy.simplify` decides only when no point can be evaluated.
 """
 
