@@ -6,10 +6,11 @@ each known by construction to be a different answer:
 
 - `value`: last digit changed, sign flipped, a factor of 10, a factorial added or dropped, an exponent off by one,
   `+ 1` on a formula;
-- `qualifier`: the reference followed by "or more", "at least", "or less", "approximately" (as text or bare);
+- `qualifier`: the reference followed by "or more", "at least", "or less", "approximately" (as text or bare), inside
+  its box or around it ("at least $\\boxed{7}$", "\\boxed{12} or more");
 - `unit`: the reference with a unit against the same reference with another one;
 - `hedge`: the reference offered with a wrong alternative (two boxes joined by "or", "either ... or", "could be ...
-  or ...", several choice letters);
+  or ...", "it could also be ..." after the box, several choice letters);
 - `approximation`: an exact reference rounded to 2 - 3 significant digits, or an integer reference in scientific
   notation with 4 significant digits;
 - `perturbation`: a formula in x plus a narrow window (`\\max(0, 1 - 1000|x - c|)`), a far-out term
@@ -107,6 +108,10 @@ def mutants(reference: str) -> list[Mutant]:
     found = [Mutant("value", rf"\boxed{{{m}}}", reference) for m in _value_mutants(answer, number)]
     if number is not None or _is_leaf(answer):
         found += [Mutant("qualifier", rf"\boxed{{{answer}{q}}}", reference) for q in QUALIFIERS]
+        found += [
+            Mutant("qualifier", rf"There are at least $\boxed{{{answer}}}$.", reference),
+            Mutant("qualifier", rf"So it is \boxed{{{answer}}} or more.", reference),
+        ]
         wrong = _value_mutants(answer, number)[:1] or [f"{answer} + 1"]
         if wrong[0] == f"{answer} + 1" and number is None and is_decimal_text(answer):
             wrong = [f"2 \\cdot {answer}"]
@@ -115,6 +120,8 @@ def mutants(reference: str) -> list[Mutant]:
             Mutant("hedge", f"The answer is either ${answer}$ or ${wrong[0]}$.", reference),
             Mutant("hedge", f"It could be ${wrong[0]}$ or ${answer}$.", reference),
         ]
+        if number is not None:
+            found.append(Mutant("hedge", rf"\boxed{{{answer}}}. It could also be {wrong[0]}, though.", reference))
     if number is not None and not norm.percent:
         unit = norm.unit or "cm"
         if norm.unit is None:

@@ -43,6 +43,19 @@ NEGATION = re.compile(
 # A negation within the last few words before a candidate denies it: "not 3", "it can't be A".
 NEGATED = re.compile(f"(?:{NEGATION.pattern})" + r"\W*(?:\w+\W+){0,2}\W*$", re.IGNORECASE)
 CLAUSE_BREAK = re.compile(r"[,;。!?\n]|\.(?=\s|$)|\b(?:because|since|so|as|which|that)\b", re.IGNORECASE)
+# Words around a box that qualify its value: "at least \boxed{7}", "\boxed{12} or more", "\ge \boxed{3}".
+QUALIFIER_BEFORE = re.compile(
+    r"(?:\b(?:at\s+least|at\s+most|more\s+than|less\s+than|fewer\s+than|greater\s+than|no\s+more\s+than|"
+    r"no\s+less\s+than|up\s+to|over|under|below|above|not)|\\[lg]e(?:q|qslant)?|(?<![\w\"'/])[<>]=?|[≤≥])[\s$\\(\[]*$",
+    re.IGNORECASE,
+)
+QUALIFIER_AFTER = re.compile(
+    r"[\s$]*(?:\\text\{\s*)?(?:or|and)\s+(?:more|less|fewer|greater|higher|lower|above|below|over|under|up|beyond)\b"
+    r"|[\s$]*(?:\\text\{\s*)?(?:at\s+(?:least|most)|or\s+so|plus)\b|[\s$]*\+(?![\s$]*[\d\\a-zA-Z(])",
+    re.IGNORECASE,
+)
+PLAIN_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?:/\d+)?")
+BOXED_ANYWHERE = re.compile(r"\\(?:boxed|fbox)\s*\{([^{}]*)\}")
 # The longest text between two boxes that still reads as one list: "\boxed{1}, \boxed{2} and \boxed{3}".
 MAX_BOX_GAP_CHARS = 80
 MAX_BOX_GAP_WORDS = 4
@@ -141,7 +154,7 @@ def boxed_answer(text: str, trusted: bool = False) -> Extraction | None:
         return None
     contents = [content.strip() for _, _, content in boxes]
     if len(set(contents)) == 1:
-        return Extraction(contents[0], "boxed")
+        return _unless_qualified(text, boxes[-1][0], boxes[-1][1], contents[0], trusted)
     # Boxes in one run ("\boxed{1}, \boxed{2}") form a list; otherwise the last run counts only if it is alone.
     runs = [[contents[0]]]
     alternatives = [False]  # boxes joined by "or" are alternatives: a set, never an ordered pair
@@ -159,7 +172,27 @@ def boxed_answer(text: str, trusted: bool = False) -> Extraction | None:
             return Extraction(None, "hedge")
         return Extraction(stated, "anchor")
     joined = ", ".join(runs[-1])
-    return Extraction(f"\\{{{joined}\\}}" if alternatives[-1] else joined, "boxed")
+    answer = f"\\{{{joined}\\}}" if alternatives[-1] else joined
+    first_of_run = boxes[len(boxes) - len(runs[-1])][0]
+    return _unless_qualified(text, first_of_run, boxes[-1][1], answer, trusted)
+
+
+def _unless_qualified(text: str, start: int, end: int, answer: str, trusted: bool) -> Extraction:
+    """The boxed `answer`, unless the words around its box qualify it ("at least \\boxed{7}", "\\boxed{12} or more":
+    a qualifier outside the box changes the value as much as one inside) or the text after it offers another
+    candidate ("\\boxed{3}. It could also be 5."): a hedge."""
+    if trusted:
+        return Extraction(answer, "boxed")
+    before, after = text[max(0, start - 40) : start], text[end:]
+    if QUALIFIER_BEFORE.search(before) or QUALIFIER_AFTER.match(after):
+        return Extraction(None, "unparseable: qualified answer")
+    rest = BOXED_ANYWHERE.sub(r" \1 ", after).replace("$", " ")
+    ends = [m.end() for m in SENTENCE_END.finditer(rest)]
+    rest = rest[: ends[2]] if len(ends) > 2 else rest  # the box's sentence and the next one
+    others = set(PLAIN_NUMBER.findall(rest)) - set(PLAIN_NUMBER.findall(answer))
+    if others and HEDGE_WORDS.search(rest):
+        return Extraction(None, "hedge")
+    return Extraction(answer, "boxed")
 
 
 def _first_sentence(segment: str) -> str:
