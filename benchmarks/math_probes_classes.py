@@ -136,6 +136,8 @@ _TABLE: dict[str, list[tuple[str, str, bool]]] = {
         (r"\boxed{√2}", r"\sqrt{2}", T),
         (r"\boxed{e}", "2.718", T),
         (r"\boxed{e}", "2.71", F),
+        (r"So $\boxed{\frac{1}{2}}$. In decimal form, this is $\boxed{0.5}$.", "0.5", T),
+        (r"So $\boxed{\frac{1}{2}}$. In decimal form, this is $\boxed{0.6}$.", "0.5", F),
         (r"\boxed{\begin{pmatrix}1&2\\0&1\end{pmatrix}}", r"\begin{pmatrix}1&1\\0&1\end{pmatrix}^2", T),
         (r"\boxed{\begin{pmatrix}1&3\\0&1\end{pmatrix}}", r"\begin{pmatrix}1&1\\0&1\end{pmatrix}^2", F),
     ],

@@ -56,6 +56,8 @@ def structures_equal(pred: object, ref: object, tol: Tolerance) -> bool:
         return same_real_set(pred, ref)  # `[1, 2] \cup [2, 3]` is `[1, 3]`
     if isinstance(pred, Leaf) and isinstance(ref, Leaf):
         return leaves_equal(pred, ref, tol)
+    if isinstance(pred, Seq) and pred.kind == "list" and isinstance(ref, Leaf):
+        return all(structures_equal(item, ref, tol) for item in pred.items)  # one value in two forms: `\frac12, 0.5`
     return False
 
 
@@ -97,3 +99,13 @@ def compare_task(pairs: list[tuple[str, str]], rel_tol: float, abs_tol: float) -
                 return None, f"unusable_reference: {ref_exc}"
             reason = f"{'unparseable' if isinstance(exc, UnparseableError) else 'too_large'}: {exc}"
     return False, reason
+
+
+def compare_all_task(groups: list[list[tuple[str, str]]], rel_tol: float, abs_tol: float) -> tuple[bool | None, str]:
+    """Worker entry point for several candidate answers (a hedge of boxes): equal only when every group of
+    (prediction, reference) pairs is equal, as `compare_task` decides each."""
+    for pairs in groups:
+        equal, reason = compare_task(pairs, rel_tol, abs_tol)
+        if not equal:
+            return equal, reason
+    return True, "symbolic"

@@ -72,6 +72,7 @@ class Extraction:
 
     answer: str | None
     how: str
+    candidates: tuple[str, ...] = ()  # a hedge of boxes: what each box (or run of boxes) says
 
 
 def strip_think(text: str) -> str | None:
@@ -168,8 +169,8 @@ def boxed_answer(text: str, trusted: bool = False) -> Extraction | None:
             alternatives.append(False)
     if len(runs) > 1 and len({", ".join(run) for run in runs}) > 1 and not trusted:
         stated = anchored_answer(text[boxes[-1][1] :])
-        if stated == HEDGE or not stated:
-            return Extraction(None, "hedge")
+        if stated == HEDGE or not stated:  # paid only if every box says the reference: `\frac12` ... `0.5`
+            return Extraction(None, "hedge", tuple(dict.fromkeys(", ".join(run) for run in runs)))
         return Extraction(stated, "anchor")
     joined = ", ".join(runs[-1])
     answer = f"\\{{{joined}\\}}" if alternatives[-1] else joined

@@ -35,7 +35,7 @@ class _Pending:
     """An item the fast path could not decide: (prediction, reference) pairs for a worker."""
 
     index: int
-    pairs: list[tuple[str, str]]
+    pairs: tuple[tuple[tuple[str, str], ...], ...]  # per candidate answer, its (prediction, reference) pairs
     extracted: str
     details: dict[str, Any]
 
@@ -57,11 +57,12 @@ def _check_positive(name: str, value: Any, allow_zero: bool = False) -> None:
         )
 
 
-def compare_task(pairs: list[tuple[str, str]], rel_tol: float, abs_tol: float) -> tuple[bool | None, str]:
-    """Worker-side entry point; imports sympy there only, so the trainer's process never loads it."""
-    from .math_compare import compare_task as compare
+def compare_task(groups: list[list[tuple[str, str]]], rel_tol: float, abs_tol: float) -> tuple[bool | None, str]:
+    """Worker-side entry point (every group of pairs must be equal; one group per candidate answer); imports sympy
+    there only, so the trainer's process never loads it."""
+    from .math_compare import compare_all_task
 
-    return compare(pairs, rel_tol, abs_tol)
+    return compare_all_task(groups, rel_tol, abs_tol)
 
 
 def warm_up() -> None:
@@ -165,7 +166,7 @@ class MathVerifier(Verifier):
         letters = CHOICE_LETTERS[: max(5, CHOICE_LETTERS.index(letter) + 1)] if letter else None
         extraction = extract_answer(completion, letters)
         details = {"how": extraction.how, "reference": ref_extraction.answer}
-        if extraction.answer is None:
+        if extraction.answer is None and (letter is not None or not extraction.candidates):
             return VerificationResult(0.0, extraction.how, None, details)
         if letter is not None:
             correct = extraction.answer == letter
@@ -177,22 +178,36 @@ class MathVerifier(Verifier):
             return VerificationResult(
                 None, f"unusable_reference: {ref_norm.invalid or 'empty'}", extraction.answer, details
             )
-        pred_norm = normalize_answer(extraction.answer, self.strip_units)
+        candidates = extraction.candidates or (extraction.answer,)
+        shown = extraction.answer or " | ".join(candidates)
+        groups = []
+        for candidate in candidates:  # one answer, or every box of a hedge: each must be the reference
+            judged = self._judge(candidate, ref_norm, details)
+            if isinstance(judged, str):
+                return VerificationResult(0.0, judged if len(candidates) == 1 else "hedge", shown, details)
+            if judged is not True:
+                groups.append(judged)
+        if not groups:
+            return VerificationResult(1.0, "correct", shown, details)
+        return _Pending(index, tuple(groups), shown, details)
+
+    def _judge(self, answer: str, ref_norm: Normalized, details: dict) -> bool | str | tuple:
+        """One candidate answer against the normalised reference, in-process: True (equal), a reason (different),
+        or the (prediction, reference) pairs a worker must decide."""
+        pred_norm = normalize_answer(answer, self.strip_units)
         if pred_norm.invalid or not pred_norm.text:
-            return VerificationResult(0.0, pred_norm.invalid or "no_answer", extraction.answer, details)
-        details["normalized"] = (pred_norm.text, ref_norm.text)
+            return pred_norm.invalid or "no_answer"
+        details.setdefault("normalized", (pred_norm.text, ref_norm.text))
         if pred_norm.unit and ref_norm.unit and pred_norm.unit != ref_norm.unit:
-            return VerificationResult(0.0, "different_unit", extraction.answer, details)
+            return "different_unit"
         undecided = []
         for pred, ref in self._percent_pairs(pred_norm, ref_norm) + _degree_pairs(pred_norm, ref_norm):
             verdict = self._fast_compare(pred, ref, pred_norm.text_answer or ref_norm.text_answer)
             if verdict is True:
-                return VerificationResult(1.0, "correct", extraction.answer, details)
+                return True
             if verdict is None:
                 undecided.append((pred, ref))
-        if not undecided:
-            return VerificationResult(0.0, "wrong", extraction.answer, details)
-        return _Pending(index, undecided, extraction.answer, details)
+        return tuple(undecided) if undecided else "wrong"
 
     def _percent_pairs(self, pred: Normalized, ref: Normalized) -> list[tuple[str, str]]:
         def hundredth(text: str) -> str:
@@ -232,12 +247,12 @@ class MathVerifier(Verifier):
         """Send each distinct undecided pair list to the workers once (a GRPO group often repeats an answer);
         verdicts are remembered across batches, timeouts and errors are not."""
         with self._verdicts_lock:
-            known = {tuple(p.pairs): self._verdicts.get(tuple(p.pairs)) for p in pending}
+            known = {p.pairs: self._verdicts.get(p.pairs) for p in pending}
         unique = [key for key, outcome in known.items() if outcome is None]
-        outcomes = dict(zip(unique, self._compare_in_workers([list(pairs) for pairs in unique])))
+        outcomes = dict(zip(unique, self._compare_in_workers([[list(g) for g in groups] for groups in unique])))
         results = []
         for item in pending:
-            key = tuple(item.pairs)
+            key = item.pairs
             outcome = known[key] or outcomes[key]
             if outcome.status == "ok":
                 self._remember(key, outcome)
@@ -251,7 +266,7 @@ class MathVerifier(Verifier):
             while len(self._verdicts) > VERDICT_CACHE_SIZE:
                 self._verdicts.popitem(last=False)
 
-    def _compare_in_workers(self, pair_lists: list[list[tuple[str, str]]]) -> list[TaskOutcome]:
+    def _compare_in_workers(self, pair_lists: list[list[list[tuple[str, str]]]]) -> list[TaskOutcome]:
         if not pair_lists:
             return []
         try:
@@ -285,13 +300,13 @@ class MathVerifier(Verifier):
         broke.
         """
         if outcome.status == "timeout":
-            logger.info("math verifier timed out after %.1f s of CPU time on %r", self.timeout_s, item.pairs[0])
+            logger.info("math verifier timed out after %.1f s of CPU time on %r", self.timeout_s, item.pairs[0][0])
             return VerificationResult(0.0, "timeout", item.extracted, item.details)
         if outcome.status == "error" and outcome.error_type in ("MemoryError", "RecursionError"):
             return VerificationResult(0.0, f"too_large: {outcome.error}", item.extracted, item.details)
         if outcome.status != "ok":
             # Debug only: the reward adapter logs internal errors once per batch.
-            logger.debug("math verifier failed (%s) on %r: %s", outcome.status, item.pairs[0], outcome.error)
+            logger.debug("math verifier failed (%s) on %r: %s", outcome.status, item.pairs[0][0], outcome.error)
             error = f"internal_error: {outcome.status}: {outcome.error}"
             return VerificationResult(None, error, item.extracted, item.details)
         equal, reason = outcome.value
