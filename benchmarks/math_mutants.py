@@ -8,7 +8,7 @@ each known by construction to be a different answer:
   `+ 1` on a formula;
 - `qualifier`: the reference followed by "or more", "at least", "or less", "approximately" (as text or bare), inside
   its box or around it ("at least $\\boxed{7}$", "\\boxed{12} or more");
-- `unit`: the reference with a unit against the same reference with another one;
+- `unit`: the reference with a unit against the same value with another unit, inside the box or after it;
 - `hedge`: the reference offered with a wrong alternative (two boxes joined by "or", "either ... or", "could be ...
   or ...", "it could also be ..." after the box, several choice letters);
 - `approximation`: an exact reference rounded to 2 - 3 significant digits, or an integer reference in scientific
@@ -124,12 +124,10 @@ def mutants(reference: str) -> list[Mutant]:
             found.append(Mutant("hedge", rf"\boxed{{{answer}}}. It could also be {wrong[0]}, though.", reference))
     if number is not None and not norm.percent:
         unit = norm.unit or "cm"
-        if norm.unit is None:
-            found.append(
-                Mutant("unit", rf"\boxed{{{answer}\text{{ {OTHER_UNITS[unit]}}}}}", f"{reference}\\text{{ {unit}}}")
-            )
-        elif unit in OTHER_UNITS:
-            found.append(Mutant("unit", rf"\boxed{{{answer}\text{{ {OTHER_UNITS[unit]}}}}}", reference))
+        with_unit = reference if norm.unit else f"{reference}\\text{{ {unit}}}"
+        if unit in OTHER_UNITS:  # another unit inside the box, and after it
+            found.append(Mutant("unit", rf"\boxed{{{answer}\text{{ {OTHER_UNITS[unit]}}}}}", with_unit))
+            found.append(Mutant("unit", rf"The answer is $\boxed{{{answer}}}$ {OTHER_UNITS[unit]}.", with_unit))
         found += _approximations(answer, number, reference)
     elif _is_leaf(answer) and re.search(r"(?<![a-zA-Z\\])x(?![a-zA-Z])", answer):
         found += [Mutant("perturbation", rf"\boxed{{{answer} + {p}}}", reference) for p in PERTURBATIONS]

@@ -28,6 +28,9 @@ _TABLE: dict[str, list[tuple[str, str, bool]]] = {
         (r"So we need \boxed{12} or more.", "12", F),
         (r"The answer is $\ge \boxed{3}$.", "3", F),
         (r"The total is \boxed{12}, or 12 square units.", "12", T),
+        (r"The length is \boxed{5} cm.", r"5 \text{ m}", F),
+        (r"The length is \boxed{5} cm.", "5", T),
+        (r"We need \boxed{12}\text{ minimum}.", "12", F),
         (r"\boxed{40 \text{ km}}", r"40 \text{ kilometers}", T),
         (r"\boxed{9 \text{ ft}^2}", r"9 \text{ square feet}", T),
         (r"\boxed{125 \text{ miles}}", "125", T),
@@ -68,6 +71,7 @@ _TABLE: dict[str, list[tuple[str, str, bool]]] = {
         ("Since 3 is not prime, the answer is 12.", "12", T),
         (r"So the answer is \boxed{3}. It could also be 5, though.", "3", F),
         (r"\boxed{4}, or maybe 6.", "4", F),
+        ("The answers are (A), (C).", "A", F),
     ],
     "words are not products": [
         (r"\boxed{\text{dog}}", r"\text{god}", F),
@@ -79,6 +83,7 @@ _TABLE: dict[str, list[tuple[str, str, bool]]] = {
         (r"\boxed{\text{Odd}}", "odd", T),
         (r"\boxed{ab}", "ba", T),
         (r"\boxed{2ab}", "2ba", T),
+        (r"\boxed{(\text{dog}, 1)}", r"(\text{god}, 1)", F),
         (r"\boxed{\text{no solution}}", r"\text{No solution}", T),
     ],
     "scientific notation against integers": [

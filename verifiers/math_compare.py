@@ -9,16 +9,22 @@ Runs inside a deadline worker (it parses untrusted LaTeX and calls sympy). Rules
 
 from __future__ import annotations
 
+import re
+
 from .math_expressions import expressions_equal
 from .math_numbers import Tolerance
 from .math_parse import TooLargeError, UnparseableError, parse_leaf
 from .math_relations import as_interval, same_real_set, with_relation
 from .math_structure import Interval, Leaf, Relation, Seq, Union, parse_structure
 
+WORD = re.compile(r"[A-Za-z]{3,}")
+
 
 def leaves_equal(a: Leaf, b: Leaf, tol: Tolerance) -> bool:
     if a.latex == b.latex:
         return True
+    if WORD.fullmatch(a.latex) and WORD.fullmatch(b.latex):  # `(dog, 1)` is not `(god, 1)`: words, not products
+        return a.latex.lower() == b.latex.lower()
     return expressions_equal(parse_leaf(a.latex), parse_leaf(b.latex), tol, a.latex, b.latex)
 
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from .math_units import canonical_unit
+
 BOX_COMMANDS = ("\\boxed", "\\fbox")
 ANCHORS = re.compile(
     r"final answer is|final answer:|the answer is|answer is|answer:|réponse est|réponse ?:|答案是|答案[:：]|####",
@@ -42,17 +44,24 @@ NEGATION = re.compile(
 )
 # A negation within the last few words before a candidate denies it: "not 3", "it can't be A".
 NEGATED = re.compile(f"(?:{NEGATION.pattern})" + r"\W*(?:\w+\W+){0,2}\W*$", re.IGNORECASE)
+LETTER_LIST_GAP = re.compile(r"[\s,;&/()]*(?:(?:and|or|und|et|ou|或|和)[\s,;&/()]*)?", re.IGNORECASE)
 CLAUSE_BREAK = re.compile(r"[,;。!?\n]|\.(?=\s|$)|\b(?:because|since|so|as|which|that)\b", re.IGNORECASE)
 # Words around a box that qualify its value: "at least \boxed{7}", "\boxed{12} or more", "\ge \boxed{3}".
 QUALIFIER_BEFORE = re.compile(
     r"(?:\b(?:at\s+least|at\s+most|more\s+than|less\s+than|fewer\s+than|greater\s+than|no\s+more\s+than|"
-    r"no\s+less\s+than|up\s+to|over|under|below|above|not)|\\[lg]e(?:q|qslant)?|(?<![\w\"'/])[<>]=?|[≤≥])[\s$\\(\[]*$",
+    r"no\s+less\s+than|up\s+to|over|under|below|above|not|almost|nearly)|\\[lg]e(?:q|qslant)?|(?<![\w\"'/])[<>]=?|[≤≥])"
+    r"[\s$\\(\[]*$",
     re.IGNORECASE,
 )
 QUALIFIER_AFTER = re.compile(
     r"[\s$]*(?:\\text\{\s*)?(?:or|and)\s+(?:more|less|fewer|greater|higher|lower|above|below|over|under|up|beyond)\b"
-    r"|[\s$]*(?:\\text\{\s*)?(?:at\s+(?:least|most)|or\s+so|plus)\b|[\s$]*\+(?![\s$]*[\d\\a-zA-Z(])",
+    r"|[\s$]*(?:\\text\{\s*)?(?:at\s+(?:least|most)|or\s+so|plus|minimum|maximum|at\s+minimum|at\s+maximum)\b"
+    r"|[\s$]*\+(?![\s$]*[\d\\a-zA-Z(])",
     re.IGNORECASE,
+)
+# A unit written after the box (`\boxed{5}\text{ cm}`, `\boxed{5} miles`): compared like one inside it.
+UNIT_AFTER_BOX = re.compile(
+    r"[\s$]*(?:\\(?:text|mathrm|mbox)\s*\{([^{}]*)\}|([a-zA-Z]+(?:/[a-zA-Z]+)?(?:\s+[a-zA-Z]+)?)(?=\s*(?:[.,;!?$]|$)))"
 )
 PLAIN_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?:/\d+)?")
 BOXED_ANYWHERE = re.compile(r"\\(?:boxed|fbox)\s*\{([^{}]*)\}")
@@ -187,6 +196,13 @@ def _unless_qualified(text: str, start: int, end: int, answer: str, trusted: boo
     before, after = text[max(0, start - 40) : start], text[end:]
     if QUALIFIER_BEFORE.search(before) or QUALIFIER_AFTER.match(after):
         return Extraction(None, "unparseable: qualified answer")
+    unit = UNIT_AFTER_BOX.match(after)
+    if (
+        unit
+        and canonical_unit(next(g for g in unit.groups() if g is not None))
+        and not re.search(r"[a-zA-Z]}?$", answer)
+    ):
+        answer = f"{answer}\\text{{ {next(g for g in unit.groups() if g is not None).strip()}}}"  # compared as units
     rest = BOXED_ANYWHERE.sub(r" \1 ", after).replace("$", " ")
     ends = [m.end() for m in SENTENCE_END.finditer(rest)]
     rest = rest[: ends[2]] if len(ends) > 2 else rest  # the box's sentence and the next one
@@ -357,6 +373,8 @@ def _clause(text: str, position: int) -> str:
 def _unless_hedged(text: str, position: int, letters: str, letter: str) -> str:
     """The letter its clause affirms: `letter`, the other one in "not A but C", or `HEDGE` when the clause offers
     several ("A or C", "A and C") or denies every one."""
+    if _listed_with_another(text, position, letters, letter):
+        return HEDGE  # "(A), (C)": a list of letters, split into clauses by its commas
     clause = _clause(text, position)
     found = [(m.start(1), m.end(1), m.group(1)) for m in LETTER_TOKEN.finditer(clause) if m.group(1) in letters]
     if len({name for _, _, name in found}) < 2 and not NEGATION.search(clause):
@@ -365,6 +383,16 @@ def _unless_hedged(text: str, position: int, letters: str, letter: str) -> str:
     if chosen is None and len({name for _, _, name in found}) > 1:
         return HEDGE  # "A and C": two letters for one answer
     return chosen if chosen is not None else letter
+
+
+def _listed_with_another(text: str, position: int, letters: str, letter: str) -> bool:
+    """Whether another letter stands right before or after this one, with only list punctuation between."""
+    for match in LETTER_TOKEN.finditer(text):
+        if match.group(1) in letters and match.group(1) != letter:
+            low, high = sorted((match.start(1), position))
+            if LETTER_LIST_GAP.fullmatch(text[low + 1 : high]):
+                return True
+    return False
 
 
 def reference_letter(reference: str) -> str | None:
