@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
+from .math_structure import split_top
 from .math_units import has_wrapped_words, split_unit
 
 # Longest number the in-process fast path reads; longer ones go to a worker under the deadline.
@@ -75,6 +76,18 @@ def _unwrap_text(text: str) -> str:
         previous = text
         text = TEXT_WRAPPERS.sub(r"\1", text)
     return text
+
+
+def _list_words(text: str) -> str:
+    """ "and"/"or" between items as commas; between groups that have commas of their own (`p = 5, q = 2 \\text{ and }
+    p = 7, q = 2`) as the semicolon that separates solutions; "or" alone names alternatives, a set, which never equals
+    the ordered pair (`3 or 5` is not `(3, 5)`)."""
+    parts = LIST_WORDS.split(text)
+    if len(parts) > 1 and all(len(split_top(part, ",")) > 1 for part in parts):
+        return "; ".join(part.strip() for part in parts)
+    alternatives = ALTERNATIVE_WORD.search(text) is not None
+    text = LIST_WORDS.sub(", ", text)
+    return f"\\{{{_strip_punctuation(text)}\\}}" if alternatives else text
 
 
 def _unicode_and_named_sets(text: str) -> str:
@@ -195,10 +208,7 @@ def normalize_answer(answer: str, strip_units: bool = True, reference: bool = Fa
         text, percent = _strip_percent(text)
     text = _relations(_fracs_and_roots(text))
     if re.search(r"\d|\\", text) and LIST_WORDS.search(text):
-        alternatives = ALTERNATIVE_WORD.search(text) is not None
-        text = LIST_WORDS.sub(", ", text)
-        if alternatives:  # "3 or 5" names alternatives: a set, which never equals the ordered pair (3, 5)
-            text = f"\\{{{_strip_punctuation(text)}\\}}"
+        text = _list_words(text)
     if re.fullmatch(r"-?0,\d+", text.strip()):  # 0,111 can only be a decimal comma
         text = text.replace(",", ".")
     text = THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(",", ""), text)
