@@ -26,6 +26,7 @@ main thread; the `math` verifier runs with timeout_s=5 on its worker processes (
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -102,19 +103,23 @@ def run_probes() -> int:
     """Both graders on the hand-written probes: verdicts side by side, then each grader's false positives and negatives."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))  # math_probes.py lies beside this script
     from math_probes import CATEGORIES, PROBES
+    from math_probes_classes import CLASS_CATEGORIES, CLASS_PROBES
     from trl.rewards import accuracy_reward
 
     from trl_grpo_ext.verifiers import get_verifier
 
+    # The issue-10 probes are bare answers (boxed here); the issue-19 ones are whole completions, used as they are.
+    completions = [rf"\boxed{{{p.pred}}}" for p in PROBES] + [p.pred for p in CLASS_PROBES]
+    PROBES, CATEGORIES = [*PROBES, *CLASS_PROBES], [*CATEGORIES, *CLASS_CATEGORIES]
     verifier = get_verifier("math", timeout_s=PER_ITEM_LIMIT_S)
-    ours = [
-        r.score == 1.0
-        for r in verifier.verify_batch([rf"\boxed{{{p.pred}}}" for p in PROBES], [p.ref for p in PROBES])
-    ]
+    ours = [r.score == 1.0 for r in verifier.verify_batch(completions, [p.ref for p in PROBES])]
     verifier.close()
     theirs = [
-        accuracy_reward([[{"role": "assistant", "content": rf"$\boxed{{{p.pred}}}$"}]], [f"${p.ref}$"])[0] == 1.0
-        for p in PROBES
+        accuracy_reward(
+            [[{"role": "assistant", "content": f"${text}$" if "\\boxed" in text else text}]], [f"${p.ref}$"]
+        )[0]
+        == 1.0
+        for text, p in zip(completions, PROBES)
     ]
 
     def mark(verdict: bool, expected: bool) -> str:
@@ -140,6 +145,59 @@ def run_probes() -> int:
             for p in probes:
                 print(f"  {kind}: {p.pred}  for  {p.ref}  ({p.category})")
     return 0
+
+
+DIFFERENTIAL_FILE = Path(__file__).resolve().parent / "math_differential.json"
+
+
+def case_key(case: dict) -> str:
+    """A public pair's name in the committed differential file: its source and a hash of its strings (the data stays
+    out of the repository)."""
+    digest = hashlib.sha1(f"{case['gold']}\x00{case['pred']}".encode()).hexdigest()[:10]
+    return f"{case['source']}#{digest}"
+
+
+def math_verify_verdicts(cases: list[dict]) -> list[bool]:
+    """math-verify itself (`verify(parse(gold), parse(pred))`), a bare string read as inline math when plain parsing
+    finds nothing in it."""
+    from math_verify import parse, verify
+
+    def read(text: str) -> list:
+        return parse(text) or parse(f"${text}$")
+
+    verdicts = []
+    for case in cases:
+        try:
+            verdicts.append(bool(verify(read(case["gold"]), read(case["pred"]))))
+        except Exception:  # math-verify's own failure: not a verdict "equal"
+            verdicts.append(False)
+    return verdicts
+
+
+def run_differential(verbose: bool) -> int:
+    """Every public pair where `math` pays and math-verify does not must be listed, with a justification, in
+    `math_differential.json`; prints their number, and the pairs missing from the file (exit status 1 if any)."""
+    from trl_grpo_ext.verifiers import get_verifier
+
+    cases = [case for file_cases in load_cases(data_dir()).values() for case in file_cases]
+    verifier = get_verifier("math", timeout_s=PER_ITEM_LIMIT_S)
+    ours = [r.score == 1.0 for r in verifier.verify_batch([c["pred"] for c in cases], [c["gold"] for c in cases])]
+    verifier.close()
+    theirs = math_verify_verdicts(cases)
+    listed = json.loads(DIFFERENTIAL_FILE.read_text())
+    only_ours = [case for case, mine, other in zip(cases, ours, theirs) if mine and not other]
+    missing = [case for case in only_ours if case_key(case) not in listed]
+    print(f"{len(cases)} public pairs: math pays {sum(ours)}, math-verify {sum(theirs)}")
+    print(
+        f"math pays and math-verify does not: {len(only_ours)} pairs ({sum(c['expected'] for c in only_ours)} "
+        f"labelled equal); {len(only_ours) - len(missing)} justified in {DIFFERENTIAL_FILE.name}, "
+        f"{len(missing)} not listed"
+    )
+    for case in only_ours if verbose else missing:
+        why = listed.get(case_key(case), "NOT LISTED")
+        print(f"- {case_key(case)} expected={case['expected']}: {why}\n  gold={case['gold'][-120:]!r}")
+        print(f"  pred={case['pred'][-120:]!r}")
+    return 1 if missing else 0
 
 
 ROUND_MARKER = "round result: "
@@ -196,9 +254,16 @@ def main() -> int:
     parser.add_argument(
         "--probes", action="store_true", help="compare both graders on the hand-written probes instead of the pairs"
     )
+    parser.add_argument(
+        "--differential",
+        action="store_true",
+        help="list the public pairs that `math` pays and math-verify does not, against math_differential.json",
+    )
     args = parser.parse_args()
     if args.probes:
         return run_probes()
+    if args.differential:
+        return run_differential(args.verbose)
     if args.rounds > 1:
         forwarded = ["--passes", str(args.passes)] + (["--workers", str(args.workers)] if args.workers else [])
         return run_rounds(args.rounds, forwarded + ["--skip-trl"] * args.skip_trl + ["-v"] * args.verbose)

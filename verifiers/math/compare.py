@@ -3,22 +3,28 @@
 Runs inside a deadline worker (it parses untrusted LaTeX and calls sympy). Rules:
 - lists and sets are order-free, tuples ordered; a bare list against a tuple is compared in order;
 - intervals need the same bracket types; a pair `(a, b)` equals the open interval `(a, b)`;
-- relations (equations, inequalities, `name = value`) follow `math_relations`;
-- leaves are parsed by `math_parse` and compared by `math_expressions` (numbers by the rules of `math_numbers`).
+- relations (equations, inequalities, `name = value`) follow `relations`;
+- leaves are parsed by `parse` and compared by `expressions` (numbers by the rules of `numbers`).
 """
 
 from __future__ import annotations
 
+import re
+
 from .expressions import expressions_equal
 from .numbers import Tolerance
 from .parse import TooLargeError, UnparseableError, parse_leaf
-from .relations import as_interval, with_relation
+from .relations import as_interval, same_real_set, with_relation
 from .structure import Interval, Leaf, Relation, Seq, Union, parse_structure
+
+WORD = re.compile(r"[A-Za-z]{3,}")
 
 
 def leaves_equal(a: Leaf, b: Leaf, tol: Tolerance) -> bool:
     if a.latex == b.latex:
         return True
+    if WORD.fullmatch(a.latex) and WORD.fullmatch(b.latex):  # `(dog, 1)` is not `(god, 1)`: words, not products
+        return a.latex.lower() == b.latex.lower()
     return expressions_equal(parse_leaf(a.latex), parse_leaf(b.latex), tol, a.latex, b.latex)
 
 
@@ -50,10 +56,14 @@ def structures_equal(pred: object, ref: object, tol: Tolerance) -> bool:
         return _unordered_equal(pred.items, ref.items, tol)
     if isinstance(pred, (Interval, Seq)) and isinstance(ref, (Interval, Seq)):
         return _intervals_equal(pred, ref, tol)
-    if isinstance(pred, Union) and isinstance(ref, Union):
-        return _unordered_equal(pred.parts, ref.parts, tol)
+    if isinstance(pred, Union) and isinstance(ref, Union) and _unordered_equal(pred.parts, ref.parts, tol):
+        return True
+    if isinstance(pred, (Union, Interval)) and isinstance(ref, (Union, Interval)):
+        return same_real_set(pred, ref)  # `[1, 2] \cup [2, 3]` is `[1, 3]`
     if isinstance(pred, Leaf) and isinstance(ref, Leaf):
         return leaves_equal(pred, ref, tol)
+    if isinstance(pred, Seq) and pred.kind == "list" and isinstance(ref, Leaf):
+        return all(structures_equal(item, ref, tol) for item in pred.items)  # one value in two forms: `\frac12, 0.5`
     return False
 
 
@@ -95,3 +105,13 @@ def compare_task(pairs: list[tuple[str, str]], rel_tol: float, abs_tol: float) -
                 return None, f"unusable_reference: {ref_exc}"
             reason = f"{'unparseable' if isinstance(exc, UnparseableError) else 'too_large'}: {exc}"
     return False, reason
+
+
+def compare_all_task(groups: list[list[tuple[str, str]]], rel_tol: float, abs_tol: float) -> tuple[bool | None, str]:
+    """Worker entry point for several candidate answers (a hedge of boxes): equal only when every group of
+    (prediction, reference) pairs is equal, as `compare_task` decides each."""
+    for pairs in groups:
+        equal, reason = compare_task(pairs, rel_tol, abs_tol)
+        if not equal:
+            return equal, reason
+    return True, "symbolic"

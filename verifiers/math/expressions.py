@@ -1,11 +1,13 @@
 """Whether two sympy values (numbers, expressions, matrices) are equal; used for leaves and for relations.
 
-- Numbers follow `math_numbers`: exact numbers exactly (an exact difference, or one evaluated by sympy at `DIGITS`
+- Numbers follow `numbers`: exact numbers exactly (an exact difference, or one evaluated by sympy at `DIGITS`
   digits that is not zero), decimals at the precision they are written to.
 - Expressions: symbols are real. The cheap symbolic proof comes first (the difference, rebuilt with real symbols,
-  is 0 on construction); then both sides are evaluated at the points of `math_points`, each in its real domain. Where
-  both are defined they must agree; a point where one side is defined and the other is not is a different answer
-  (`2\\ln x` is not `2\\ln|x|`), and isolated points (the hole of `(x^2-1)/(x-1)`) are never drawn.
+  is 0 on construction); then both sides are evaluated at the random points of `points` and at the refuting
+  points of `refute`, each in its real domain. Where both are defined they must agree, and their difference must
+  not keep the same non-zero value at two working precisions; a random point where one side is defined and the other
+  is not is a different answer (`2\\ln x` is not `2\\ln|x|`), while at a refuting point it may be a hole (that of
+  `(x^2-1)/(x-1)` at 1) and decides nothing.
   `sympy.simplify` decides only when no point can be evaluated.
 """
 
@@ -19,7 +21,7 @@ from sympy import MatrixBase
 from sympy.core.evalf import PrecisionExhausted
 
 from .numbers import Tolerance, written_precision
-from .points import DIGITS, Unevaluable, sample_values, values_agree
+from .points import DIGITS, Unevaluable, difference_is_real, sample_values, values_agree
 
 MAX_CANCELLATION_DIGITS = 400  # an exact difference indistinguishable from 0 at this many digits counts as 0
 AGREEING_POINTS = 4  # points inside the common domain needed for a verdict "equal"
@@ -45,7 +47,8 @@ def expressions_equal(
         pred_text = pred_text or _float_text(pred)
         ref_text = ref_text or _float_text(ref)
         pred, ref = (_real_roots(rebuilt(exact(side))) for side in (pred, ref))
-        return _constants_equal(pred, ref, tol, written_precision(pred_text, ref_text, ref_exact))
+        precision = written_precision(pred_text, ref_text, ref_exact, ref_integer=ref.is_Integer is True)
+        return _constants_equal(pred, ref, tol, precision)
     return _functions_equal(exact(pred), exact(ref))
 
 
@@ -139,14 +142,22 @@ def _functions_equal(pred: sympy.Expr, ref: sympy.Expr) -> bool:
 
 
 def _agree_at_points(pred: sympy.Expr, ref: sympy.Expr) -> bool | None:
-    """False at the first point where the sides differ (in value, or one defined and the other not); True when they
-    agree at `AGREEING_POINTS` points or more; None when they cannot be evaluated."""
+    """False at the first point where the sides differ (in value, at two working precisions, or one defined and the
+    other not at a random point); True when they agree at `AGREEING_POINTS` points or more, random and refuting
+    (`refute`) alike; None when they cannot be evaluated."""
     agreeing = 0
+    difference = rebuilt(pred - ref)
+    complex_mode = pred.has(sympy.I) or ref.has(sympy.I)
     try:
-        for a, b, scale in sample_values(pred, ref):
+        for sample in sample_values(pred, ref, refute=True):
+            a, b = sample.pred, sample.ref
             if a is None and b is None:
                 continue
-            if a is None or b is None or not values_agree(a, b, scale):
+            if a is None or b is None:
+                if sample.refuting:  # an isolated hole (`(x^2-1)/(x-1)` at 1) is not a different answer
+                    continue
+                return False
+            if not values_agree(a, b, sample.scale) or difference_is_real(difference, sample.point, complex_mode):
                 return False
             agreeing += 1
     except Unevaluable:
@@ -177,7 +188,7 @@ def constant_ratio(a: sympy.Expr, b: sympy.Expr) -> float | None:
     """The constant c with a = c * b: the same ratio at every sampled point (simplification only when sampling fails)."""
     ratios = []
     try:
-        for va, vb, _ in sample_values(a, b):
+        for va, vb, *_ in sample_values(a, b):
             if not (isinstance(va, mpmath.mpf) and isinstance(vb, mpmath.mpf)) or vb == 0:
                 continue
             ratios.append(va / vb)

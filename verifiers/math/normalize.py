@@ -13,6 +13,9 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
+from .structure import split_top
+from .units import has_wrapped_words, split_unit
+
 # Longest number the in-process fast path reads; longer ones go to a worker under the deadline.
 MAX_FAST_NUMBER_CHARS = 60
 MAX_FAST_EXPONENT = 300
@@ -21,6 +24,14 @@ SPACING = re.compile(r"(?<!\\)\\[,;:! ]|\\q?quad\b|\\displaystyle|\\left\b|\\rig
 TEXT_WRAPPERS = re.compile(
     r"\\(?:text|textbf|textit|textrm|textnormal|mathrm|mathbf|mathit|mbox|operatorname|boldsymbol|bm)\s*\{([^{}]*)\}"
 )
+NAMED_FUNCTION = re.compile(r"\\(?:operatorname|mathrm|text)\s*\{\s*(lcm|gcd)\s*\}")
+UNICODE_ROOT = re.compile(r"√\s*(?:\{([^{}]*)\}|\(([^()]*)\)|(\d+(?:\.\d+)?|[a-zA-Z]))")
+UNICODE_SIGNS = {"π": "\\pi ", "∞": "\\infty ", "×": "\\times ", "·": "\\cdot ", "−": "-", "≤": "\\le ", "≥": "\\ge ",
+                 "≠": "\\ne ", "∪": "\\cup ", "∅": "\\emptyset "}  # fmt: skip
+REALS = re.compile(r"\\mathbb\s*\{?\s*R\s*\}?|ℝ")
+EMPTY_SET = re.compile(r"\\varnothing\b|\\emptyset\b|^\s*\\\{\s*\\\}\s*$|^\s*\{\s*\}\s*$")
+SET_BUILDER = re.compile(r"\\\{\s*([a-zA-Z])\s*(?:\\in\s*\(-\\infty, \\infty\))?\s*(?:\\mid|\||:)(.+)\\\}")
+REPEATING = re.compile(r"([+-]?)(\d*)\.(\d*)(?:\\overline\{(\d+)\}|(?:\\ldots|\.\.\.|…))")
 FRAC_ALIASES = re.compile(r"\\[dtc]frac(?![a-zA-Z])")
 FRAC_SHORT = re.compile(r"\\frac\s*(\d)\s*(\d)")
 FRAC_SHORT_NUM = re.compile(r"\\frac\s*(\d)\s*\{")
@@ -33,32 +44,90 @@ CURRENCY = re.compile(r"\\\$|\$|€|£|\\euro\b|\\pounds\b|\brs\.?(?=\s*\d)")
 THOUSANDS = re.compile(r"(?<![\d.,(\[{])(\d{1,3})((?:,\d{3})+)(?![\d,)\]])")
 SPACE_THOUSANDS = re.compile(r"-?\d{1,3}(?: \d{3})+(?:\.\d+)?")
 MIXED_NUMBER = re.compile(r"(-?)(\d+)\s+(\d+)\s*/\s*(\d+)")
-TRAILING_UNITS = re.compile(
-    r"(?<=[\d}).])\s*(?:\\text\{\s*)?([a-zA-Z]{2,}\.?(?:\s+[a-zA-Z]{2,}\.?){0,2})\}?\s*(\^\s*\{?\d\}?)?$"
-)
+# `!` after a digit, a bracket, another `!` or a lone letter is a factorial; after a word (`yes!`) it is punctuation.
+FACTORIAL_END = re.compile(r"(?:[\d)}\]|]|(?<![a-zA-Z\\])[a-zA-Z])!!?$")
 BOLD = re.compile(r"\*\*(.+?)\*\*")
 RELATION_WORDS = {"<=": r" \le ", ">=": r" \ge ", "!=": r" \ne "}
 RELATION_COMMANDS = re.compile(r"\\(?:leqslant|leq|le)\b|\\(?:geqslant|geq|ge)\b|\\(?:neq|ne)\b|\\lt\b|\\gt\b")
 LIST_WORDS = re.compile(r"\s*(?:\\text\{\s*(?:and|or)\s*\}|\b(?:and|or)\b)\s*")
+ALTERNATIVE_WORD = re.compile(r"\\text\{\s*or\s*\}|\bor\b")
 NUMBER_TEXT = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 INT_FRACTION = re.compile(r"([+-]?)(?:(\d+)\s*)?\\frac\{(\d+)\}\{(\d+)\}|([+-]?\d+)\s*/\s*(\d+)")
 
 
 @dataclass(frozen=True)
 class Normalized:
-    """Canonical LaTeX of an answer. percent: it carried a per-cent sign. invalid: why it can never be right."""
+    """Canonical LaTeX of an answer. percent: it carried a per-cent sign. invalid: why it can never be right.
+    unit: its canonical unit (`cm^2`, `mi`), compared with the other side's when both have one. text_answer: the
+    whole answer was written as text (`\\text{no}`): its letters form words, not a product of variables."""
 
     text: str
     percent: bool = False
     invalid: str | None = None
+    unit: str | None = None
+    text_answer: bool = False
+    degrees: bool = False  # written in degrees (`30^\\circ`): equal to radians in pi (`\\frac{\\pi}{6}`)
 
 
 def _unwrap_text(text: str) -> str:
+    text = NAMED_FUNCTION.sub(r"\\\1", text)  # \operatorname{lcm}(4, 6) is the function, not the letters l, c, m
     previous = None
     while previous != text:  # nested wrappers: \text{\textbf{A}}
         previous = text
         text = TEXT_WRAPPERS.sub(r"\1", text)
     return text
+
+
+def _list_words(text: str) -> str:
+    """ "and"/"or" between items as commas; between groups that have commas of their own (`p = 5, q = 2 \\text{ and }
+    p = 7, q = 2`) as the semicolon that separates solutions; "or" alone names alternatives, a set, which never equals
+    the ordered pair (`3 or 5` is not `(3, 5)`)."""
+    parts = LIST_WORDS.split(text)
+    if len(parts) > 1 and all(len(split_top(part, ",")) > 1 for part in parts):
+        return "; ".join(part.strip() for part in parts)
+    alternatives = ALTERNATIVE_WORD.search(text) is not None
+    text = LIST_WORDS.sub(", ", text)
+    return f"\\{{{_strip_punctuation(text)}\\}}" if alternatives else text
+
+
+def _unicode_and_named_sets(text: str) -> str:
+    """`√2`, `√(x+1)`, `π`, `∞`, `≤` as LaTeX; `\\mathbb{R}` as the interval of all reals; every empty-set sign
+    as `\\emptyset`."""
+    text = UNICODE_ROOT.sub(lambda m: f"\\sqrt{{{m.group(1) or m.group(2) or m.group(3)}}}", text)
+    for sign, latex in UNICODE_SIGNS.items():
+        text = text.replace(sign, latex)
+    text = REALS.sub(r"(-\\infty, \\infty)", text)
+    return EMPTY_SET.sub(r"\\emptyset", text)
+
+
+def _set_builder(text: str) -> str:
+    """`\\{x \\mid x > 2\\}` and `\\{x \\in \\mathbb{R} : x > 2\\}` state the condition `x > 2`."""
+    match = SET_BUILDER.fullmatch(text.strip())
+    if match is None or not re.search(rf"(?<![a-zA-Z\\]){match.group(1)}(?![a-zA-Z])", match.group(2)):
+        return text
+    return match.group(2).strip()
+
+
+def _repeating_decimal(text: str) -> str:
+    """`0.\\overline{3}`, `0.1\\overline{6}`, `0.333\\ldots`, `0.142857142857...` as the exact fraction they
+    write; an ellipsis repeats the shortest block that the written digits end with at least twice."""
+    match = REPEATING.fullmatch(text.replace(" ", ""))
+    if match is None:
+        return text
+    sign, whole, digits = match.group(1), match.group(2) or "0", match.group(3)
+    if match.group(4) is not None:
+        fixed, period = digits, match.group(4)
+    else:
+        period_length = next((p for p in range(1, len(digits) // 2 + 1) if digits[-p:] * 2 == digits[-2 * p :]), 0)
+        if period_length == 0:
+            return text
+        fixed, period = digits[: -2 * period_length], digits[-period_length:]
+        while fixed.endswith(period):
+            fixed = fixed[: -len(period)]
+    value = Fraction(int(whole)) + Fraction(
+        int(fixed + period) - int(fixed or "0"), 10 ** len(fixed) * (10 ** len(period) - 1)
+    )
+    return f"{sign}\\frac{{{value.numerator}}}{{{value.denominator}}}"
 
 
 def _relations(text: str) -> str:
@@ -84,13 +153,13 @@ def _fracs_and_roots(text: str) -> str:
 
 
 def _strip_punctuation(text: str) -> str:
-    """Trailing `.`, `,`, `!` (not a factorial), `\\.`, a lone `\\`, a leading `=`; an ellipsis (`1, 2, 3, ...`) is
-    kept."""
+    """Trailing `.`, `,`, `!` (not a factorial: `n!`, `5!!` keep theirs), `\\.`, a lone `\\`, a leading `=`; an
+    ellipsis (`1, 2, 3, ...`) is kept."""
     previous = None
     while previous != text:
         previous = text
         text = text.strip()
-        factorial = re.search(r"[\d)}\]]!$", text) is not None  # `5!`, `(n+1)!`: a factorial, not an exclamation
+        factorial = FACTORIAL_END.search(text) is not None  # `5!`, `n!`, `(n+1)!`, `7!!`: not an exclamation
         if text[-1:] in (".", ",", ";", ":", "!", "?") and not text.endswith("..") and not factorial:
             text = text[:-1]
         text = re.sub(r"\\[.,]?$", "", text) if not text.endswith("\\\\") else text
@@ -111,26 +180,35 @@ def _mixed_number(text: str) -> Normalized | None:
     return Normalized(f"{sign}\\frac{{{value}}}{{{den}}}")
 
 
-def normalize_answer(answer: str, strip_units: bool = True) -> Normalized:
-    """Canonical LaTeX for one extracted answer (see the module docstring for the rules)."""
+def normalize_answer(answer: str, strip_units: bool = True, reference: bool = False) -> Normalized:
+    """Canonical LaTeX for one extracted answer (see the module docstring for the rules). Unknown trailing words make
+    an answer invalid, and are kept as the unit of a `reference` (which is trusted: `17 \\text{ any text}`)."""
     text = BOLD.sub(r"\1", answer).replace("\n", " ").replace("\r", " ")
+    text_answer = TEXT_WRAPPERS.fullmatch(text.strip()) is not None
     if "matrix" not in text and "array" not in text:  # answers copied from JSON or code: \\frac -> \frac
         text = re.sub(r"\\\\(?=[a-zA-Z])", r"\\", text)
     text = text.replace("{,}", ",").replace("\\dots", "\\ldots").replace("\\cdots", "\\ldots")
+    text = _unicode_and_named_sets(text)
     text = re.sub(r"(\d),\\!\s*(?=\d)", r"\1,", text)
     text = SPACING.sub(" ", text)
     text = text.replace("\\(", " ").replace("\\)", " ").replace("\\[", " ").replace("\\]", " ")
     text = CURRENCY.sub(" ", text)
+    degrees = DEGREES.search(text) is not None
     text = DEGREES.sub("", text)
+    wrapped_words = has_wrapped_words(_strip_punctuation(text))
     text = _unwrap_text(text)
     text = _strip_punctuation(text)
     text, percent = _strip_percent(text)
-    if strip_units:
-        text = _strip_units(text)
-        text, more_percent = _strip_percent(text)
-        percent = percent or more_percent
+    unit = None
+    if strip_units and not percent:
+        stripped, unit, invalid = split_unit(text, wrapped_words)
+        if invalid and not reference:
+            return Normalized(text, percent, invalid)
+        text = stripped  # a reference's trailing words act as its unit: a bare answer or the same words match it
+        text, percent = _strip_percent(text)
     text = _relations(_fracs_and_roots(text))
-    text = LIST_WORDS.sub(", ", text) if re.search(r"\d|\\", text) else text
+    if re.search(r"\d|\\", text) and LIST_WORDS.search(text):
+        text = _list_words(text)
     if re.fullmatch(r"-?0,\d+", text.strip()):  # 0,111 can only be a decimal comma
         text = text.replace(",", ".")
     text = THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(",", ""), text)
@@ -139,10 +217,11 @@ def normalize_answer(answer: str, strip_units: bool = True) -> Normalized:
         text = text.replace(" ", "")
     if text.startswith("{") and balanced_close(text, 0) == len(text):  # LaTeX grouping braces: {1,3}
         text = text[1:-1].strip()
+    text = _repeating_decimal(_set_builder(text))
     mixed = _mixed_number(text)
     if mixed is not None:
-        return Normalized(mixed.text, percent, mixed.invalid)
-    return Normalized(text, percent)
+        return Normalized(mixed.text, percent, mixed.invalid, unit)
+    return Normalized(text, percent, unit=unit, text_answer=text_answer, degrees=degrees or unit == "deg")
 
 
 def balanced_close(text: str, open_at: int) -> int:
@@ -161,12 +240,6 @@ def balanced_close(text: str, open_at: int) -> int:
 def _strip_percent(text: str) -> tuple[str, bool]:
     stripped = PERCENT.sub("", text)
     return stripped.strip(), stripped != text
-
-
-def _strip_units(text: str) -> str:
-    """Drop trailing unit words after a number ("10 cm^2", "125 miles"); keep an answer that is only words."""
-    stripped = TRAILING_UNITS.sub("", text).strip()
-    return stripped if stripped and stripped != text else text
 
 
 def plain_number(text: str) -> Fraction | None:

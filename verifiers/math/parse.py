@@ -20,6 +20,7 @@ from sympy import MatrixBase
 from .normalize import plain_number
 
 MAX_EXPONENT = 10_000
+MAX_MATRIX_POWER = 100
 MAX_FACTORIAL = 10_000  # 10000! has 35,660 digits: exact integer arithmetic on it takes milliseconds
 PARSE_CONFIG = NormalizationConfig(basic_latex=True, units=False, malformed_operators=False, nits=False, boxed="none")
 
@@ -39,15 +40,22 @@ def parse_leaf(latex: str) -> sympy.Basic:
         if re.search(r"[.eE]", latex):
             return sympy.Float(latex.replace(" ", ""), 30)
         return sympy.Rational(value.numerator, value.denominator)
+    latex, double_factorials = _double_factorials(latex)
     try:
         expr = latex_to_sympy(latex)
     except Exception as exc:
         if not is_invalid_latex(exc):  # a bug (the parser's, sympy's, ours) on this input: comparison_error
             raise
         raise UnparseableError(f"cannot parse {latex!r}: {(str(exc).splitlines() or [''])[0][:80]}") from None
+    if double_factorials and isinstance(expr, sympy.Basic):
+        expr = expr.xreplace(double_factorials)
     guard_size(expr)
     if isinstance(expr, sympy.MatrixExpr) or (isinstance(expr, sympy.Basic) and expr.has(sympy.MatrixExpr)):
         expr = expr.doit()  # "A + B" of explicit matrices
+        if isinstance(expr, sympy.MatPow) and expr.exp.is_Integer and 0 <= expr.exp <= MAX_MATRIX_POWER:
+            expr = sympy.Matrix(expr.base) ** int(expr.exp)  # a power of an explicit matrix, worked out
+    if isinstance(expr, sympy.Basic) and expr.has(sympy.UnevaluatedExpr):  # `\gcd(12, 18)`, `\lcm(4, 6)`
+        expr = expr.replace(lambda node: isinstance(node, sympy.UnevaluatedExpr), lambda node: node.args[0])
     symbol_i = sympy.Symbol("i")
     if isinstance(expr, sympy.Basic) and symbol_i in expr.free_symbols:
         expr = expr.subs(symbol_i, sympy.I)  # `i` is the imaginary unit in answers
@@ -59,6 +67,52 @@ def is_invalid_latex(exc: Exception) -> bool:
     `Exception` (its syntax-error listener and its "Unrecognized ..." checks); every other type comes from deeper
     (sympy building the expression, a converter bug) and is not a statement about the answer."""
     return type(exc) is Exception or isinstance(exc, ParseCancellationException)
+
+
+DOUBLE_FACTORIAL_PLACEHOLDER = "\\Omega_{{{}}}"  # parsed as the symbol omega_{N}, replaced by factorial2 afterwards
+PLACEHOLDER_BASE = 770001
+
+
+def _operand_start(latex: str, end: int) -> int:
+    """Where the operand that ends just before `end` begins: a bracketed group, a number, or one letter."""
+    closers = {")": "(", "}": "{", "]": "["}
+    if end > 0 and latex[end - 1] in closers:
+        depth = 0
+        for i in range(end - 1, -1, -1):
+            if latex[i] in closers:
+                depth += 1
+            elif latex[i] in closers.values():
+                depth -= 1
+                if depth == 0:
+                    return i
+        return -1
+    i = end
+    while i > 0 and latex[i - 1].isdigit():
+        i -= 1
+    if i == end and end > 0 and latex[end - 1].isalpha():
+        i = end - 1
+    return i if i < end else -1
+
+
+def _double_factorials(latex: str) -> tuple[str, dict]:
+    """`n!!`, `7!!`, `(2k-1)!!` are double factorials (the parser reads `n!!` as `(n!)!`): each operand is parsed on
+    its own, and stands in the text as a placeholder symbol that is replaced by `factorial2(operand)`."""
+    replacements: dict = {}
+    position = latex.find("!!")
+    while position >= 0:
+        start = _operand_start(latex, position)
+        if start < 0:
+            raise UnparseableError(f"cannot parse {latex!r}: a double factorial without an operand")
+        operand = latex[start:position]
+        value = parse_leaf(operand[1:-1] if operand[:1] in "({[" else operand)
+        if isinstance(value, sympy.Basic) and value.is_Number and value > MAX_FACTORIAL:
+            raise TooLargeError(f"double factorial of {value} is above {MAX_FACTORIAL}")
+        index = PLACEHOLDER_BASE + len(replacements)
+        replacements[sympy.Symbol(f"omega_{{{index}}}")] = sympy.factorial2(value)
+        name = DOUBLE_FACTORIAL_PLACEHOLDER.format(index)
+        latex = latex[:start] + name + latex[position + 2 :]
+        position = latex.find("!!")
+    return latex, replacements
 
 
 try:  # the library's converter class is not public API: a release without it gets the public entry point

@@ -1,7 +1,7 @@
 """Values of two expressions at seeded random points over the whole real line, in `DIGITS`-digit arithmetic.
 
-Every variable takes every sign and scale of `SCALES` (near 0, below 1, above 1, large, very large) once in `POINTS`
-points, in a shuffled order per variable, so the variables also meet in varied combinations. Each side is evaluated bottom-up
+Every variable takes every sign and scale of `SCALES` (near 0, below 1, above 1, large, up to 10^6) once in `POINTS`
+points (exact binary fractions, so that every working precision sees the same point), in a shuffled order per variable, so the variables also meet in varied combinations. Each side is evaluated bottom-up
 in its real domain with mpmath: an even root of a negative number, a logarithm of a non-positive one, a division by 0,
 `\\arcsin 2` are outside it, while odd roots of negatives are real (`\\sqrt[3]{-8}` is -2, as a reader means it).
 Expressions with the imaginary unit are evaluated by sympy with its principal branches instead.
@@ -11,14 +11,18 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 import mpmath
 import sympy
 
+from .refute import refuting_points
+
 DIGITS = 40  # working precision of every evaluation, in decimal digits
-PRECISION_BITS = int(DIGITS * 3.33) + 8
+HIGH_DIGITS = 2 * DIGITS  # the second precision: a true identity's difference shrinks there, a real one does not
 AGREEMENT = mpmath.mpf("1e-30")  # two values agree within this, relative to max(1, |a|, |b|, largest intermediate)
-SCALES = [(0.001, 0.05), (0.1, 0.95), (1.1, 4.0), (5.0, 30.0), (40.0, 2000.0)]  # near 0, below 1, above 1, large
+# near 0, below 1, above 1, large, very large, up to 10^6
+SCALES = [(0.001, 0.05), (0.1, 0.95), (1.1, 4.0), (5.0, 30.0), (40.0, 2000.0), (2500.0, 10.0**6)]
 POINTS = 2 * len(SCALES)  # each sign and scale once per variable
 
 
@@ -30,20 +34,50 @@ class Unevaluable(Exception):
     """The expression has no numeric value at the point (an undefined function `f(x)`, an unevaluated sum)."""
 
 
-Sample = tuple[mpmath.mpf | mpmath.mpc | None, mpmath.mpf | mpmath.mpc | None, mpmath.mpf]
+class Sample(NamedTuple):
+    """Both sides at one point (None where a side is undefined), the largest intermediate value, the point, and
+    whether it is a refuting point (`refute`), where a hole of one side is no verdict."""
+
+    pred: mpmath.mpf | mpmath.mpc | None
+    ref: mpmath.mpf | mpmath.mpc | None
+    scale: mpmath.mpf
+    point: dict
+    refuting: bool
 
 
-def sample_values(pred: sympy.Expr, ref: sympy.Expr) -> Iterator[Sample]:
-    """(pred value, ref value, largest intermediate value) at each point; a value is None where its side is undefined.
-    Raises Unevaluable when a side cannot be evaluated at all."""
+def sample_values(pred: sympy.Expr, ref: sympy.Expr, refute: bool = False) -> Iterator[Sample]:
+    """Both sides at each random point, then (`refute`) at the refuting points of `refute`. Raises Unevaluable
+    when a side cannot be evaluated at all."""
     symbols = sorted(pred.free_symbols | ref.free_symbols, key=str)
     complex_mode = pred.has(sympy.I) or ref.has(sympy.I)
     constants: dict = {}
+    chosen = [(p, False) for p in points(symbols)]
+    if refute:
+        chosen += [(p, True) for p in refuting_points(symbols, (pred, ref))]
     with mpmath.workdps(DIGITS):
-        for point in points(symbols):
+        for point, refuting in chosen:
             sizes = [mpmath.mpf(0)]
             values = [_value_or_none(side, point, sizes, constants, complex_mode) for side in (pred, ref)]
-            yield values[0], values[1], max(sizes)
+            yield Sample(values[0], values[1], max(sizes), point, refuting)
+
+
+def difference_is_real(difference: sympy.Expr, point: dict, complex_mode: bool) -> bool:
+    """Whether `difference` (pred - ref as one expression) is non-zero at `point` at both working precisions by the
+    same amount: a true identity's rounding noise shrinks about 10^40-fold from `DIGITS` to `HIGH_DIGITS`, while a
+    real difference (`10^{-35}`, a bump far below the agreement tolerance) stays what it is."""
+    values, sizes = [], [mpmath.mpf(0)]
+    for digits in (DIGITS, HIGH_DIGITS):
+        with mpmath.workdps(digits):
+            value = _value_or_none(difference, point, sizes, {}, complex_mode)
+            if value is None:
+                return False
+            values.append(value)
+    low, high = values
+    if high == 0 or abs(high - low) > abs(high) / 2:
+        return False
+    # The same value at both precisions can also be a cancellation beyond both (`\cosh^2 x - \sinh^2 x - 1` at
+    # x = 100 is -1 at 40 and at 80 digits): only a difference above the rounding of the largest intermediate counts.
+    return not (high == low and abs(high) <= max(sizes) * mpmath.mpf(10) ** (5 - HIGH_DIGITS))
 
 
 def values_agree(a: mpmath.mpf | mpmath.mpc, b: mpmath.mpf | mpmath.mpc, scale: mpmath.mpf = 1) -> bool:
@@ -63,7 +97,7 @@ def points(symbols: list[sympy.Symbol]) -> list[dict]:
         column = []
         for i in range(POINTS):
             sign, (low, high) = kinds[i % len(kinds)]
-            column.append(mpmath.mpf(sign * round(rng.uniform(low, high) * 10**6)) / 10**6)
+            column.append(mpmath.mpf(sign * round(rng.uniform(low, high) * 2**30)) / 2**30)  # exact in binary
         columns.append(column)
     return [{s: column[i] for s, column in zip(symbols, columns)} for i in range(POINTS)]
 
@@ -86,7 +120,7 @@ def _to_mpmath(value: sympy.Expr) -> mpmath.mpf | mpmath.mpc:
     if not value.is_number:
         raise Unevaluable
     try:
-        number = value.evalf(DIGITS)._to_mpmath(PRECISION_BITS)
+        number = value.evalf(mpmath.mp.dps)._to_mpmath(mpmath.mp.prec + 8)
     except (TypeError, ValueError, AttributeError):
         raise Unevaluable from None
     if not mpmath.isfinite(number):
@@ -131,7 +165,7 @@ def _real_value(expr: sympy.Expr, point: dict, sizes: list, constants: dict) -> 
         else:
             value = _real(REAL_FUNCTIONS[type(expr)](*args))
     else:  # anything else (a sum, an integral, a special function): sympy evaluates the node at the point
-        numbers = {s: sympy.Float(v, DIGITS) for s, v in point.items()}
+        numbers = {s: sympy.Float(v, mpmath.mp.dps) for s, v in point.items()}
         value = _real(_to_mpmath(expr.xreplace(numbers)))
     sizes.append(abs(value))
     return value
@@ -214,5 +248,6 @@ REAL_FUNCTIONS: dict[type, Callable] = {
 
 
 def _complex_value(expr: sympy.Expr, point: dict) -> mpmath.mpf | mpmath.mpc:
-    """`expr` at `point` with sympy's principal branches (its evalf raises precision where terms cancel)."""
-    return _to_mpmath(expr.xreplace({s: sympy.Float(v, DIGITS) for s, v in point.items()}))
+    """`expr` at `point` with sympy's principal branches (its evalf raises precision where terms cancel), at the
+    working precision of mpmath."""
+    return _to_mpmath(expr.xreplace({s: sympy.Float(v, mpmath.mp.dps) for s, v in point.items()}))

@@ -5,7 +5,7 @@
   (flipped sides count: `x < 1` equals `-x > -1`); a one-variable relation equals the set of its real solutions.
 
 Parts of a relation may be any structure, so the functions here take `equal`, the structure comparison of
-`math_compare`, to compare them.
+`compare`, to compare them.
 """
 
 from __future__ import annotations
@@ -163,13 +163,29 @@ def _chain_interval(rel: Relation) -> Interval | None:
     return None
 
 
+def same_real_set(a: object, b: object) -> bool:
+    """Whether two unions of intervals describe the same set of reals (their ends compared exactly)."""
+    set_a, set_b = _to_sympy_set(a), _to_sympy_set(b)
+    if set_a is None or set_b is None:
+        return False
+    try:
+        return bool(sympy.simplify(set_a.symmetric_difference(set_b)) == sympy.S.EmptySet)
+    except Exception:  # sympy raises many types on exotic sets: not shown equal
+        return False
+
+
 def _to_sympy_set(node: object) -> sympy.Set | None:
     interval = as_interval(node)
     if interval is not None:
         if not (isinstance(interval.low, Leaf) and isinstance(interval.high, Leaf)):
             return None
         low, high = parse_leaf(interval.low.latex), parse_leaf(interval.high.latex)
-        return sympy.Interval(low, high, left_open=interval.left == "(", right_open=interval.right == ")")
+        if not all(isinstance(end, sympy.Expr) and end.is_extended_real is not False for end in (low, high)):
+            return None  # `(2i, -2i)`: complex numbers are no interval of reals, so no set of real solutions
+        try:
+            return sympy.Interval(low, high, left_open=interval.left == "(", right_open=interval.right == ")")
+        except (TypeError, ValueError):  # ends sympy cannot order
+            return None
     if isinstance(node, Union):
         parts = [_to_sympy_set(p) for p in node.parts]
         return None if any(p is None for p in parts) else sympy.Union(*parts)

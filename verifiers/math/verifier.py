@@ -1,7 +1,7 @@
 """The `math` verifier: is the final answer of a completion equal to the reference?
 
-Pipeline: `math_extract` (find the answer) -> `math_normalize` (canonical LaTeX) -> fast in-process decisions
-(identical strings, two plain numbers, two words, choice letters) -> `math_compare` (sympy) in a `DeadlinePool`
+Pipeline: `extract` (find the answer) -> `normalize` (canonical LaTeX) -> fast in-process decisions
+(identical strings, two plain numbers, two words, choice letters) -> `compare` (sympy) in a `DeadlinePool`
 worker, killed when it passes `timeout_s`. Only the last stage touches sympy, and it never runs in the caller's process.
 """
 
@@ -28,6 +28,8 @@ logger = logging.getLogger("trl_grpo_ext.verifiers.math")
 PERCENT_MODES = ("either", "strip", "fraction")
 CHOICE_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 VERDICT_CACHE_SIZE = 20_000
+# Two-letter English words an answer may be: never a product of two variables (`no` is not `on`).
+TWO_LETTER_WORDS = frozenset("no on or of is it if in an as at to up us we so do go be by he me my".split())
 
 
 @dataclass
@@ -35,9 +37,18 @@ class _Pending:
     """An item the fast path could not decide: (prediction, reference) pairs for a worker."""
 
     index: int
-    pairs: list[tuple[str, str]]
+    pairs: tuple[tuple[tuple[str, str], ...], ...]  # per candidate answer, its (prediction, reference) pairs
     extracted: str
     details: dict[str, Any]
+
+
+def _degree_pairs(pred: Normalized, ref: Normalized) -> list[tuple[str, str]]:
+    """An angle in degrees against one in radians written with pi: `30^\\circ` is `\\frac{\\pi}{6}`."""
+    if pred.degrees and not ref.degrees and "\\pi" in ref.text:
+        return [(f"\\frac{{\\pi}}{{180}} \\cdot ({pred.text})", ref.text)]
+    if ref.degrees and not pred.degrees and "\\pi" in pred.text:
+        return [(pred.text, f"\\frac{{\\pi}}{{180}} \\cdot ({ref.text})")]
+    return []
 
 
 def _check_positive(name: str, value: Any, allow_zero: bool = False) -> None:
@@ -48,11 +59,12 @@ def _check_positive(name: str, value: Any, allow_zero: bool = False) -> None:
         )
 
 
-def compare_task(pairs: list[tuple[str, str]], rel_tol: float, abs_tol: float) -> tuple[bool | None, str]:
-    """Worker-side entry point; imports sympy there only, so the trainer's process never loads it."""
-    from .compare import compare_task as compare
+def compare_task(groups: list[list[tuple[str, str]]], rel_tol: float, abs_tol: float) -> tuple[bool | None, str]:
+    """Worker-side entry point (every group of pairs must be equal; one group per candidate answer); imports sympy
+    there only, so the trainer's process never loads it."""
+    from .compare import compare_all_task
 
-    return compare(pairs, rel_tol, abs_tol)
+    return compare_all_task(groups, rel_tol, abs_tol)
 
 
 def warm_up() -> None:
@@ -65,7 +77,7 @@ def warm_up() -> None:
 class MathVerifier(Verifier):
     """Final-answer equality for math (boxed/anchored extraction, LaTeX normalisation, sympy under a hard deadline).
 
-    Numbers are compared exactly, decimals at the precision they are written to (see `math_numbers`). Options:
+    Numbers are compared exactly, decimals at the precision they are written to (see `numbers`). Options:
     rel_tol / abs_tol (default 0: none; an extra tolerance for numbers, equal when
     |a - b| <= max(rel_tol * max(|a|, |b|), abs_tol)); timeout_s (hard deadline per item); percent ("either": `10\\%`
     may be read as 10 or 0.1, "strip": as 10, "fraction": as 0.1); strip_units; n_workers (default: the usable CPU
@@ -157,32 +169,48 @@ class MathVerifier(Verifier):
         letters = CHOICE_LETTERS[: max(5, CHOICE_LETTERS.index(letter) + 1)] if letter else None
         extraction = extract_answer(completion, letters)
         details = {"how": extraction.how, "reference": ref_extraction.answer}
-        if extraction.answer is None:
+        if extraction.answer is None and (letter is not None or not extraction.candidates):
             return VerificationResult(0.0, extraction.how, None, details)
         if letter is not None:
             correct = extraction.answer == letter
             return VerificationResult(
                 float(correct), "letter" if correct else "wrong_letter", extraction.answer, details
             )
-        ref_norm = normalize_answer(ref_extraction.answer, self.strip_units)
+        ref_norm = normalize_answer(ref_extraction.answer, self.strip_units, reference=True)
         if ref_norm.invalid or not ref_norm.text:
             return VerificationResult(
                 None, f"unusable_reference: {ref_norm.invalid or 'empty'}", extraction.answer, details
             )
-        pred_norm = normalize_answer(extraction.answer, self.strip_units)
+        candidates = extraction.candidates or (extraction.answer,)
+        shown = extraction.answer or " | ".join(candidates)
+        groups = []
+        for candidate in candidates:  # one answer, or every box of a hedge: each must be the reference
+            judged = self._judge(candidate, ref_norm, details)
+            if isinstance(judged, str):
+                return VerificationResult(0.0, judged if len(candidates) == 1 else "hedge", shown, details)
+            if judged is not True:
+                groups.append(judged)
+        if not groups:
+            return VerificationResult(1.0, "correct", shown, details)
+        return _Pending(index, tuple(groups), shown, details)
+
+    def _judge(self, answer: str, ref_norm: Normalized, details: dict) -> bool | str | tuple:
+        """One candidate answer against the normalised reference, in-process: True (equal), a reason (different),
+        or the (prediction, reference) pairs a worker must decide."""
+        pred_norm = normalize_answer(answer, self.strip_units)
         if pred_norm.invalid or not pred_norm.text:
-            return VerificationResult(0.0, pred_norm.invalid or "no_answer", extraction.answer, details)
-        details["normalized"] = (pred_norm.text, ref_norm.text)
+            return pred_norm.invalid or "no_answer"
+        details.setdefault("normalized", (pred_norm.text, ref_norm.text))
+        if pred_norm.unit and ref_norm.unit and pred_norm.unit != ref_norm.unit:
+            return "different_unit"
         undecided = []
-        for pred, ref in self._percent_pairs(pred_norm, ref_norm):
-            verdict = self._fast_compare(pred, ref)
+        for pred, ref in self._percent_pairs(pred_norm, ref_norm) + _degree_pairs(pred_norm, ref_norm):
+            verdict = self._fast_compare(pred, ref, pred_norm.text_answer or ref_norm.text_answer)
             if verdict is True:
-                return VerificationResult(1.0, "correct", extraction.answer, details)
+                return True
             if verdict is None:
                 undecided.append((pred, ref))
-        if not undecided:
-            return VerificationResult(0.0, "wrong", extraction.answer, details)
-        return _Pending(index, undecided, extraction.answer, details)
+        return tuple(undecided) if undecided else "wrong"
 
     def _percent_pairs(self, pred: Normalized, ref: Normalized) -> list[tuple[str, str]]:
         def hundredth(text: str) -> str:
@@ -198,8 +226,9 @@ class MathVerifier(Verifier):
         scaled = (hundredth(pred.text), ref.text) if pred.percent else (pred.text, hundredth(ref.text))
         return [(pred.text, ref.text), scaled]
 
-    def _fast_compare(self, pred: str, ref: str) -> bool | None:
-        """True/False when decidable in microseconds without sympy; None when a worker must decide."""
+    def _fast_compare(self, pred: str, ref: str, text: bool = False) -> bool | None:
+        """True/False when decidable in microseconds without sympy; None when a worker must decide. `text`: one side
+        was written as text (`\\text{no}`), so its letters are a word, not a product of variables."""
         if pred.replace(" ", "") == ref.replace(" ", ""):
             return True
         a, b = plain_number(pred), plain_number(ref)
@@ -209,23 +238,24 @@ class MathVerifier(Verifier):
         if word_a is not None and word_b is not None:
             if len(word_a) == 1 or len(word_b) == 1:  # single letters: E (a choice) is not e (Euler's number)
                 return word_a == word_b
-            if word_a != word_b and sorted(word_a) == sorted(word_b) and len(word_a) <= 4:
-                return None  # `ab` and `ba` may be products of variables: sympy decides
-            return word_a.lower() == word_b.lower()
+            text = text or bool({word_a.lower(), word_b.lower()} & TWO_LETTER_WORDS)
+            if word_a != word_b and sorted(word_a) == sorted(word_b) and len(word_a) <= 2 and not text:
+                return None  # `ab` and `ba`, written in math, are products of variables: sympy decides
+            return word_a.lower() == word_b.lower()  # words (3+ letters, or written as text) are compared as text
         if (word_a is not None) != (word_b is not None) and (a is not None or b is not None):
-            return False  # a word against a number
+            return None if "e" in (word_a, word_b) else False  # a word against a number; Euler's e: sympy decides
         return None
 
     def _run_in_workers(self, pending: list[_Pending]) -> list[VerificationResult]:
         """Send each distinct undecided pair list to the workers once (a GRPO group often repeats an answer);
         verdicts are remembered across batches, timeouts and errors are not."""
         with self._verdicts_lock:
-            known = {tuple(p.pairs): self._verdicts.get(tuple(p.pairs)) for p in pending}
+            known = {p.pairs: self._verdicts.get(p.pairs) for p in pending}
         unique = [key for key, outcome in known.items() if outcome is None]
-        outcomes = dict(zip(unique, self._compare_in_workers([list(pairs) for pairs in unique])))
+        outcomes = dict(zip(unique, self._compare_in_workers([[list(g) for g in groups] for groups in unique])))
         results = []
         for item in pending:
-            key = tuple(item.pairs)
+            key = item.pairs
             outcome = known[key] or outcomes[key]
             if outcome.status == "ok":
                 self._remember(key, outcome)
@@ -239,7 +269,7 @@ class MathVerifier(Verifier):
             while len(self._verdicts) > VERDICT_CACHE_SIZE:
                 self._verdicts.popitem(last=False)
 
-    def _compare_in_workers(self, pair_lists: list[list[tuple[str, str]]]) -> list[TaskOutcome]:
+    def _compare_in_workers(self, pair_lists: list[list[list[tuple[str, str]]]]) -> list[TaskOutcome]:
         if not pair_lists:
             return []
         try:
@@ -275,7 +305,7 @@ class MathVerifier(Verifier):
         broke.
         """
         if outcome.status == "timeout":
-            logger.info("math verifier timed out after %.1f s of CPU time on %r", self.timeout_s, item.pairs[0])
+            logger.info("math verifier timed out after %.1f s of CPU time on %r", self.timeout_s, item.pairs[0][0])
             return VerificationResult(0.0, "timeout", item.extracted, item.details)
         if outcome.status == "error" and outcome.error_type == "MemoryError":
             return VerificationResult(0.0, f"too_large: {outcome.error}", item.extracted, item.details)
@@ -284,7 +314,7 @@ class MathVerifier(Verifier):
             return comparison_error(outcome.error_type or "error", outcome.error, item.extracted, **item.details)
         if outcome.status != "ok":
             # Debug only: the reward adapter logs internal errors once per batch.
-            logger.debug("math verifier failed (%s) on %r: %s", outcome.status, item.pairs[0], outcome.error)
+            logger.debug("math verifier failed (%s) on %r: %s", outcome.status, item.pairs[0][0], outcome.error)
             error = f"internal_error: {outcome.status}: {outcome.error}"
             return VerificationResult(None, error, item.extracted, item.details)
         equal, reason = outcome.value

@@ -1,9 +1,12 @@
-"""The `math` verifier on the hand-written probes of `benchmarks/math_probes.py` (issue 10): wrong answers a policy
-could learn to give score 0, the true identities score 1. All probes run as one batch through one verifier."""
+"""The `math` verifier on the hand-written probes of `benchmarks/math_probes.py` (issue 10) and
+`benchmarks/math_probes_classes.py` (issue 19): wrong answers a policy could learn to give score 0, the true
+identities score 1. Each set runs as one batch through one verifier."""
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,6 +24,9 @@ def load_probes():
 
 PROBES_MODULE = load_probes()
 PROBES = PROBES_MODULE.PROBES
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))  # the class probes import math_probes
+CLASSES_MODULE = importlib.import_module("math_probes_classes")
+CLASS_PROBES = CLASSES_MODULE.CLASS_PROBES
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +37,30 @@ def verdicts():
     finally:
         verifier.close()
     return {(p.pred, p.ref): result for p, result in zip(PROBES, results)}
+
+
+@pytest.fixture(scope="module")
+def class_verdicts():
+    verifier = get_verifier("math", n_workers=2)
+    try:
+        results = verifier.verify_batch([p.pred for p in CLASS_PROBES], [p.ref for p in CLASS_PROBES])
+    finally:
+        verifier.close()
+    return {(p.pred, p.ref): result for p, result in zip(CLASS_PROBES, results)}
+
+
+def test_class_probes_cover_every_class_of_issue_19():
+    assert len({(p.pred, p.ref) for p in CLASS_PROBES}) == len(CLASS_PROBES)
+    counts = {c: sum(p.category == c for p in CLASS_PROBES) for c in CLASSES_MODULE.CLASS_CATEGORIES}
+    assert len(counts) == 8 and min(counts.values()) >= 8, counts
+    assert sum(not p.equal for p in CLASS_PROBES) >= 60
+
+
+@pytest.mark.parametrize("probe", CLASS_PROBES, ids=[f"{p.pred} vs {p.ref}" for p in CLASS_PROBES])
+def test_class_probe(probe, class_verdicts):
+    """Issue 19's probes: whole completions (boxed, or prose for the hedges), one per class of false positive."""
+    result = class_verdicts[(probe.pred, probe.ref)]
+    assert result.score == (1.0 if probe.equal else 0.0), (probe.category, result.reason, result.details)
 
 
 def test_at_least_200_probes_over_every_category_of_the_issue():
