@@ -26,12 +26,14 @@ import logging
 import re
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from ..core.contract import INTERNAL_ERROR, VerificationResult, Verifier, bad_completion
 from ..core.deadline_pool import default_worker_count
 from ..core.registry import register_verifier
+from ..sandbox.cgroups import candidate_cgroups
 from ..sandbox.pool import Limits, SandboxError, SandboxPool, detect_isolation
 from .formats import parse_reference
 from .runner import JudgeError, JudgeProcess, Outcome, run_function_tests, run_stdio_case
@@ -87,6 +89,7 @@ class CodeVerifier(Verifier):
         python: str | None = None,
         site_packages: bool = False,
         solution_module: str = "solution",
+        cgroup: bool = True,
     ):
         for name, value in (("timeout_s", timeout_s), ("memory_mb", memory_mb), ("max_processes", max_processes)):
             if not isinstance(value, (int, float)) or value <= 0:
@@ -118,7 +121,15 @@ class CodeVerifier(Verifier):
         self.partial_credit = partial_credit
         self.float_tolerance = float_tolerance
         self.workers = workers or min(8, default_worker_count())  # sandboxes run at once, per training process
+        if not isinstance(cgroup, bool):
+            raise ValueError(
+                f"code verifier option cgroup={cgroup!r} must be True (a cgroup per candidate bounds its memory, "
+                "processes and CPU as a whole; the default) or False (per-process rlimits only, asked for by name)."
+            )
         self.isolation = detect_isolation(isolation, python, site_packages=site_packages)
+        self._cgroups = candidate_cgroups(cgroup)
+        if self._cgroups is not None:
+            self.isolation = replace(self.isolation, cgroup=f"v{self._cgroups.version}")
         self._pool = None
         self._judge = None
         self._executor = None
@@ -127,7 +138,7 @@ class CodeVerifier(Verifier):
     def _ensure_started(self) -> None:
         with self._start_lock:
             if self._pool is None:
-                self._pool = SandboxPool(self.isolation, self.limits, size=self.workers)
+                self._pool = SandboxPool(self.isolation, self.limits, size=self.workers, cgroups=self._cgroups)
                 self._judge = JudgeProcess()
 
     def verify(self, completion: str, reference: Any) -> VerificationResult:
@@ -170,6 +181,9 @@ class CodeVerifier(Verifier):
 
     def _result(self, outcome: Outcome, code: str, completion: str) -> VerificationResult:
         details = self._details(outcome)
+        if outcome.stalled:  # the machine's fault, not the candidate's: counted with the verifier's own failures
+            logger.warning("code verifier: stalled: %s", outcome.stalled)
+            return VerificationResult(None, f"{INTERNAL_ERROR}: stalled: {outcome.stalled}", code, details)
         if outcome.unusable:
             logger.warning("code verifier: unusable reference: %s", outcome.unusable)
             return VerificationResult(None, f"unusable_reference: {outcome.unusable}", code, details)

@@ -30,6 +30,7 @@ import time
 from ..code.standalone import SCRIPT_FLAGS
 from ..code.standalone.protocol import LineReader, ProtocolError
 from ..core.zygote_client import ZygoteClient
+from .cgroups import CgroupTree, CgroupUnavailable
 from .isolation import INSIDE_DIR, Isolation, bwrap_command, candidate_site_packages
 from .process import START_TIMEOUT_S, Limits, SandboxError, SandboxProcess
 from .uids import UIDS
@@ -52,10 +53,11 @@ class ForkServer(ZygoteClient):
     what = "sandbox fork server"
     error = SandboxError
 
-    def __init__(self, isolation: Isolation, limits: Limits):
+    def __init__(self, isolation: Isolation, limits: Limits, cgroups: CgroupTree | None = None):
         super().__init__()
         self.isolation = isolation
         self.limits = limits
+        self.cgroups = cgroups
 
     def spawn(self) -> ForkedSandbox:
         return ForkedSandbox(self, UIDS.acquire())
@@ -63,7 +65,10 @@ class ForkServer(ZygoteClient):
     def launch(self) -> tuple[subprocess.Popen, socket.socket]:
         python = self.isolation.python
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        cmd = bwrap_command(python, self.limits.tmp_mb, self.isolation.site_packages, die_with_parent=False)
+        cmd = bwrap_command(
+            python, self.limits.tmp_mb, self.isolation.site_packages, die_with_parent=False,
+            cgroup_namespace=self.cgroups is None,  # with cgroups, each init unshares one rooted at its own group
+        )  # fmt: skip
         for cap in SERVER_CAPS:
             cmd += ["--cap-add", cap]
         cmd += [python, *SCRIPT_FLAGS, "-S", f"{INSIDE_DIR}/zygote.py", str(theirs.fileno())]
@@ -101,12 +106,15 @@ class ForkedSandbox(SandboxProcess):
         self.error = None
         theirs = []
         try:
+            if server.cgroups is not None:
+                self.cgroup = self.limits.cgroup(server.cgroups)
             request_r, self.request_w = os.pipe()
             self.reply_r, reply_w = os.pipe()
             self.stdout_r, stdout_w = os.pipe()
             self.status_r, status_w = os.pipe()
             kill_r, self.kill_w = os.pipe()
             theirs = [request_r, reply_w, stdout_w, status_w, kill_r]
+            theirs += self.cgroup.join_fds() if self.cgroup is not None else []
             self.status.fd = self.status_r
             isolation = server.isolation
             harness_limits = {
@@ -116,7 +124,7 @@ class ForkedSandbox(SandboxProcess):
             server.send(json.dumps({"limits": harness_limits, "tmp_mb": self.limits.tmp_mb}).encode(), theirs)
         except BaseException as exc:
             self.finish()
-            if isinstance(exc, OSError):
+            if isinstance(exc, (OSError, CgroupUnavailable)):
                 raise SandboxError(f"cannot start a sandbox: {exc}") from exc
             raise
         finally:
@@ -174,6 +182,8 @@ class ForkedSandbox(SandboxProcess):
         confirmed = self._read_status(time.monotonic() + KILL_WAIT_S)
         self._close_fds(self.status_r)
         self.status_r = -1
+        if self.cgroup is not None:  # empty once the namespace is: memfd, tmpfs and all go with it
+            self.cgroup.remove()
         if self.uid is None:
             return
         # An empty PID namespace holds no process of the uid; without that report, find stragglers by uid.

@@ -57,6 +57,7 @@ class Isolation:
     process_limit: str | None = None  # what bounds the candidate's process count; None: nothing
     warning: str | None = None
     site_packages: tuple[str, ...] = ()  # importable read-only by the candidate (`site_packages=True`); else stdlib
+    cgroup: str | None = None  # "v1" or "v2": a cgroup per candidate bounds memory, processes and CPU; None: rlimits
 
     def describe(self) -> dict:
         return asdict(self)
@@ -109,11 +110,16 @@ def find_site_packages(python: str | None) -> tuple[str, ...]:
     return paths
 
 
-def bwrap_command(python: str, tmp_mb: int, site_packages: tuple[str, ...] = (), die_with_parent: bool = True) -> list:
+def bwrap_command(
+    python: str, tmp_mb: int, site_packages: tuple[str, ...] = (), die_with_parent: bool = True,
+    cgroup_namespace: bool = True,
+) -> list:  # fmt: skip
     """The bubblewrap command line, up to the interpreter to run inside. `die_with_parent=False` for a sandbox that
-    outlives the thread that starts it (the fork server, which ends when its control socket closes)."""
+    outlives the thread that starts it (the fork server, which ends when its control socket closes);
+    `cgroup_namespace=False` for a fork server whose children join cgroups of their own (each then unshares one)."""
     prefix = str(Path(python).resolve().parent.parent)
-    cmd = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    cmd = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
+    cmd += ["--unshare-cgroup-try"] if cgroup_namespace else []
     cmd += ["--die-with-parent"] if die_with_parent else []
     cmd += ["--new-session", "--ro-bind", "/usr", "/usr"]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
@@ -146,8 +152,8 @@ def bwrap_command(python: str, tmp_mb: int, site_packages: tuple[str, ...] = (),
         cmd += ["--setenv", key, value]
     if os.geteuid() == 0:  # keep only what the uid drop needs
         cmd += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-    else:  # a user namespace of its own: RLIMIT_NPROC then counts this sandbox's processes only
-        cmd += ["--unshare-user"]
+    else:  # a user namespace of its own: RLIMIT_NPROC then counts this sandbox's processes only; none nested in it
+        cmd += ["--unshare-user", "--disable-userns"]
     return cmd
 
 

@@ -24,6 +24,7 @@ import threading
 import time
 
 from ..code.standalone import SCRIPT_FLAGS, STANDALONE_DIR
+from .cgroups import CgroupTree, CgroupUnavailable, join_command
 from .fork import ForkServer, forks_candidates
 from .isolation import (
     INSIDE_DIR,
@@ -47,7 +48,7 @@ class Sandbox(SandboxProcess):
     Besides the pipes of `SandboxProcess`, `stderr_r` is read only when the sandbox fails to start.
     """
 
-    def __init__(self, isolation: Isolation, limits: Limits):
+    def __init__(self, isolation: Isolation, limits: Limits, cgroups: CgroupTree | None = None):
         super().__init__(limits)
         self.isolation = isolation
         self.uid = UIDS.acquire() if isolation.dedicated_uid else None
@@ -62,6 +63,7 @@ class Sandbox(SandboxProcess):
             self.finish()
             raise SandboxError(f"no pipes for a sandbox: {exc}") from exc
         try:
+            self.cgroup = limits.cgroup(cgroups) if cgroups is not None else None
             cmd, env, cwd = self._command()
             harness_limits = {
                 "rlimits": limits.rlimits(isolation.process_limit is not None), "uid": self.uid, "workdir": cwd,
@@ -69,13 +71,14 @@ class Sandbox(SandboxProcess):
             }  # fmt: skip
             cmd += [str(request_r), str(reply_w), json.dumps(harness_limits)]
             self.proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=stdout_w, stderr=stderr_w, pass_fds=(request_r, reply_w),
+                cmd if self.cgroup is None else join_command(self.cgroup, cmd), stdin=subprocess.DEVNULL,
+                stdout=stdout_w, stderr=stderr_w, pass_fds=(request_r, reply_w),
                 env=env, cwd=None if isolation.level == "bwrap" else cwd, start_new_session=True,
             )  # fmt: skip
         except BaseException as exc:
             self.proc = None
             self.finish()
-            if isinstance(exc, OSError):
+            if isinstance(exc, (OSError, CgroupUnavailable)):
                 raise SandboxError(f"cannot start a sandbox: {exc}") from exc
             raise
         finally:
@@ -140,6 +143,8 @@ class Sandbox(SandboxProcess):
                 self.proc.wait()
         else:
             exited = False
+        if self.cgroup is not None:
+            self.cgroup.remove()
         # A PID namespace dies with its first process; without one (or when killed) find stragglers by uid.
         if self.uid is not None and (not exited or self.isolation.level != "bwrap") and not UIDS.kill(self.uid):
             logger.error("code verifier: processes of sandbox uid %d survived SIGKILL; not reusing it", self.uid)
@@ -156,17 +161,20 @@ class Sandbox(SandboxProcess):
 class SandboxPool:
     """Keeps `size` sandboxes started ahead, so a verification does not wait for an interpreter to boot."""
 
-    def __init__(self, isolation: Isolation, limits: Limits, size: int):
+    def __init__(self, isolation: Isolation, limits: Limits, size: int, cgroups: CgroupTree | None = None):
         self.isolation = isolation
         self.limits = limits
         self.size = size
+        self.cgroups = cgroups  # a cgroup per candidate from this tree; None only when asked for by name
+        if cgroups is not None:
+            cgroups.weigh(size)
         self.idle: list[SandboxProcess] = []
         self.lock = threading.Lock()
         self.closed = False
-        self.server = ForkServer(isolation, limits) if forks_candidates(isolation) else None
+        self.server = ForkServer(isolation, limits, cgroups) if forks_candidates(isolation) else None
 
     def _new(self) -> SandboxProcess:
-        return self.server.spawn() if self.server is not None else Sandbox(self.isolation, self.limits)
+        return self.server.spawn() if self.server is not None else Sandbox(self.isolation, self.limits, self.cgroups)
 
     def acquire(self) -> SandboxProcess:
         """A started sandbox: a warm one, or else a fresh one; SandboxError if the fresh one does not start."""

@@ -8,10 +8,13 @@ import dataclasses
 import pytest
 from code_verifier_helpers import make_code_verifier
 
+from trl_grpo_ext.verifiers.code.clock import BACKSTOP_FACTOR, BACKSTOP_MIN_S
+from trl_grpo_ext.verifiers.code.clock import BACKSTOP_FACTOR, BACKSTOP_MIN_S
 from trl_grpo_ext.verifiers.sandbox import pool as sandbox
 
 ADD = "def add(a, b):\n    return a + b\n"
 ADD_TESTS = "assert add(1, 2) == 3\n"
+JUDGE_BACKSTOP_S = max(BACKSTOP_FACTOR * 5, BACKSTOP_MIN_S)  # the candidate's wall-clock backstop (timeout_s=5)
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +94,7 @@ def test_the_judge_runs_with_its_limits_and_the_int_to_str_guard(verifier):
     tests = ADD_TESTS + (
         "import resource, sys\n"
         "assert resource.getrlimit(resource.RLIMIT_AS)[0] == 4096 << 20\n"
-        "assert 0 < resource.getrlimit(resource.RLIMIT_CPU)[0] <= 5 + 2 + 5\n"
+        f"assert 0 < resource.getrlimit(resource.RLIMIT_CPU)[0] <= {JUDGE_BACKSTOP_S} + 2 + 5\n"
         "assert sys.get_int_max_str_digits() == 4300\n"
         "import os\nassert os.environ['OPENBLAS_NUM_THREADS'] == os.environ['OMP_NUM_THREADS'] == '1'\n"
     )

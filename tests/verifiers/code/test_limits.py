@@ -12,6 +12,8 @@ import time
 import pytest
 from code_verifier_helpers import make_code_verifier, sandbox_uid_processes
 
+from trl_grpo_ext.verifiers.code.clock import BACKSTOP_MIN_S
+
 ADD_TESTS = "assert add(1, 2) == 3\nassert add(5, 7) == 12\n"
 TIMEOUT_S = 1.5
 
@@ -27,7 +29,9 @@ def verifier():
     v.close()
 
 
-def assert_zero_and_clean(verifier, code, tests=ADD_TESTS, max_s=TIMEOUT_S + 4.0):
+def assert_zero_and_clean(verifier, code, tests=ADD_TESTS, max_s=BACKSTOP_MIN_S):
+    """Score 0 (never None: a candidate that misbehaves cannot escape its 0), before the wall-clock backstop (the
+    clock counts the candidate's CPU time, which takes longer to spend on a loaded machine), nothing left running."""
     start = time.monotonic()
     result = verifier.verify(code, tests)
     elapsed = time.monotonic() - start
@@ -79,9 +83,15 @@ def test_resource_exhaustion(verifier, attack):
     assert_zero_and_clean(verifier, EXHAUSTION[attack])
 
 
+SLEEPERS = {name for name, code in HANGS.items() if "while True: pass" not in code}
+
+
 @pytest.mark.parametrize("attack", sorted(HANGS))
 def test_hang_hits_the_deadline(verifier, attack):
-    result = assert_zero_and_clean(verifier, HANGS[attack])
+    # A candidate that sleeps is charged the time it sleeps: it ends at its deadline, however loaded the machine.
+    result = assert_zero_and_clean(
+        verifier, HANGS[attack], max_s=TIMEOUT_S + 4.0 if attack in SLEEPERS else BACKSTOP_MIN_S
+    )
     assert result.reason == "timeout" or result.reason.startswith("candidate_error"), result.reason
 
 
