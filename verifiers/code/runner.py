@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 
 from ..core.zygote_client import ZygoteClient
 from ..sandbox.pool import SandboxError, SandboxPool
-from .standalone import SCRIPT_FLAGS, STANDALONE_DIR
 from .clock import CandidateClock
+from .standalone import SCRIPT_FLAGS, STANDALONE_DIR
 from .standalone.protocol import LineReader, ProtocolError, write_message
 
 # The judge and the sandbox tear down in a few milliseconds once the candidate is killed.

@@ -26,8 +26,8 @@ import logging
 import re
 import threading
 from collections.abc import Sequence
-from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from ..core.contract import INTERNAL_ERROR, VerificationResult, Verifier, bad_completion

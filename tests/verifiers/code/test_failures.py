@@ -9,7 +9,6 @@ import pytest
 from code_verifier_helpers import make_code_verifier
 
 from trl_grpo_ext.verifiers.code.clock import BACKSTOP_FACTOR, BACKSTOP_MIN_S
-from trl_grpo_ext.verifiers.code.clock import BACKSTOP_FACTOR, BACKSTOP_MIN_S
 from trl_grpo_ext.verifiers.sandbox import pool as sandbox
 
 ADD = "def add(a, b):\n    return a + b\n"
