@@ -172,6 +172,8 @@ class CodeVerifier(Verifier):
         total, passed, first_error, failures = len(tests), 0, None, []
         for stdin, expected in tests:
             case = run_stdio_case(self._pool, code, stdin, expected, self.float_tolerance)
+            if case.stalled:  # no verdict on this completion: the machine failed it, not the program
+                return case
             passed += case.passed
             failures += case.failures[:1]
             first_error = first_error or case.error
