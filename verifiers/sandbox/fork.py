@@ -31,7 +31,7 @@ from ..code.standalone import SCRIPT_FLAGS
 from ..code.standalone.protocol import LineReader, ProtocolError
 from ..core.zygote_client import ZygoteClient
 from .cgroups import CgroupTree, CgroupUnavailable
-from .isolation import INSIDE_DIR, Isolation, bwrap_command, candidate_site_packages
+from .isolation import INSIDE_DIR, Isolation, bwrap_command, candidate_site_packages, open_sandbox_files
 from .process import START_TIMEOUT_S, Limits, SandboxError, SandboxProcess
 from .uids import UIDS
 
@@ -65,9 +65,11 @@ class ForkServer(ZygoteClient):
     def launch(self) -> tuple[subprocess.Popen, socket.socket]:
         python = self.isolation.python
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        files = open_sandbox_files()
         cmd = bwrap_command(
             python, self.limits.tmp_mb, self.isolation.site_packages, die_with_parent=False,
             cgroup_namespace=self.cgroups is None,  # with cgroups, each init unshares one rooted at its own group
+            files=files,
         )  # fmt: skip
         for cap in SERVER_CAPS:
             cmd += ["--cap-add", cap]
@@ -75,13 +77,15 @@ class ForkServer(ZygoteClient):
         try:
             proc = subprocess.Popen(
                 cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                pass_fds=(theirs.fileno(),), env={}, start_new_session=True,
+                pass_fds=(theirs.fileno(), *files), env={}, start_new_session=True,
             )  # fmt: skip
         except OSError as exc:
             ours.close()
             raise SandboxError(f"cannot start the sandbox fork server: {exc}") from exc
         finally:
             theirs.close()
+            for fd in files:
+                os.close(fd)
         ready = select.select([ours], [], [], START_TIMEOUT_S)[0]
         if not ready or ours.recv(64) != b"started":
             proc.kill()

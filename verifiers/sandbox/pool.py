@@ -33,6 +33,7 @@ from .isolation import (
     bwrap_command,
     candidate_site_packages,
     detect_isolation,
+    open_sandbox_files,
     sandbox_env,
     sandbox_python,
 )
@@ -54,6 +55,7 @@ class Sandbox(SandboxProcess):
         self.uid = UIDS.acquire() if isolation.dedicated_uid else None
         self.workdir = None
         self.stderr_r = -1
+        self.files = []  # the sandbox files, copied in by bubblewrap at start
         try:
             request_r, self.request_w = os.pipe()
             self.reply_r, reply_w = os.pipe()
@@ -72,7 +74,7 @@ class Sandbox(SandboxProcess):
             cmd += [str(request_r), str(reply_w), json.dumps(harness_limits)]
             self.proc = subprocess.Popen(
                 cmd if self.cgroup is None else join_command(self.cgroup, cmd), stdin=subprocess.DEVNULL,
-                stdout=stdout_w, stderr=stderr_w, pass_fds=(request_r, reply_w),
+                stdout=stdout_w, stderr=stderr_w, pass_fds=(request_r, reply_w, *self.files),
                 env=env, cwd=None if isolation.level == "bwrap" else cwd, start_new_session=True,
             )  # fmt: skip
         except BaseException as exc:
@@ -82,7 +84,8 @@ class Sandbox(SandboxProcess):
                 raise SandboxError(f"cannot start a sandbox: {exc}") from exc
             raise
         finally:
-            self._close_fds(request_r, reply_w, stdout_w, stderr_w)
+            self._close_fds(request_r, reply_w, stdout_w, stderr_w, *self.files)
+            self.files = []
 
     def _start_failure(self) -> str:
         said = self._stderr().strip()
@@ -105,9 +108,10 @@ class Sandbox(SandboxProcess):
     def _command(self) -> tuple[list[str], dict, str]:
         python = self.isolation.python
         if self.isolation.level == "bwrap":
+            self.files = open_sandbox_files()
             return (
                 [
-                    *bwrap_command(python, self.limits.tmp_mb, self.isolation.site_packages),
+                    *bwrap_command(python, self.limits.tmp_mb, self.isolation.site_packages, files=self.files),
                     *[python, *SCRIPT_FLAGS, "-S", f"{INSIDE_DIR}/harness.py"],
                 ],
                 {},

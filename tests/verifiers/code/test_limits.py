@@ -175,3 +175,40 @@ def test_fallback_benign_solution_scores_one(fallback):
     result = fallback.verify("import heapq\ndef add(a, b): return heapq.nsmallest(1, [a + b])[0]", ADD_TESTS)
     assert result.score == 1.0, result.reason
     assert result.details["isolation"]["level"] == "rlimits"
+
+
+# Code extraction runs in the trainer's process, outside any deadline: it must take time linear in the completion.
+HUGE_COMPLETIONS = {
+    "unclosed_fences": "```" * 43000,
+    "fence_openings_without_newline": "```x" * 32000 + "\n",
+    "many_python_openings": "```python\n" * 12000,
+    "many_small_blocks": "```\nx\n" * 20000,
+    "deep_expression": "1+" * 64000 + "1",
+    "open_parentheses": "(" * 128000,
+}
+
+
+@pytest.mark.parametrize("name", sorted(HUGE_COMPLETIONS))
+def test_code_extraction_of_a_huge_completion_is_bounded(name):
+    from trl_grpo_ext.verifiers.code.verifier import extract_code, is_prose
+
+    start = time.process_time()
+    extract_code(HUGE_COMPLETIONS[name])
+    is_prose(HUGE_COMPLETIONS[name])
+    assert time.process_time() - start < 1.0  # the regular expression it replaces took 10-20 s on the first
+
+
+def test_code_extraction_finds_the_blocks_the_fence_expression_finds():
+    """Against the regular expression it replaces (an independent statement of the same rule), on random texts."""
+    import random
+    import re
+
+    from trl_grpo_ext.verifiers.code.verifier import fenced_blocks
+
+    fence = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)```", re.DOTALL)
+    pieces = ["```", "`", "\n", "python", "py ", " ", "x", "\t", "```python\n", "```\n", "-", "PY", "```py3 x\n"]
+    rng = random.Random(0)
+    for _ in range(5000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 25)))
+        assert fenced_blocks(text) == fence.findall(text), text
+        assert bool(fenced_blocks(text, first_only=True)) == bool(fence.search(text)), text
