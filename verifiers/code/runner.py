@@ -135,7 +135,13 @@ def run_function_tests(pool: SandboxPool, judge: JudgeProcess, code: str, job: d
         deadline_s = clock.backstop_s + TEARDOWN_S  # the judge's own backstops: its alarm, and its CPU time
         write_message(
             job_socket.fileno(),
-            {**job, "deadline_s": deadline_s, "memory_mb": JUDGE_MEMORY_MB, "cpu_s": deadline_s + JUDGE_CPU_GRACE_S},
+            {
+                **job,
+                "deadline_s": deadline_s,
+                "memory_mb": JUDGE_MEMORY_MB,
+                "cpu_s": deadline_s + JUDGE_CPU_GRACE_S,
+                "candidate_budget_s": pool.limits.wall_s,  # the judge's time reading its replies is the candidate's
+            },  # fmt: skip
         )
         reader = LineReader(job_socket.fileno(), MAX_VERDICT_BYTES)
         verdict, stopped = _await_verdict(job_socket, reader, clock)

@@ -364,3 +364,34 @@ def test_everything_the_candidate_sends_is_bounded(verifier, attack):
     result = check_zero(verifier, HUGE_SENDS[attack])
     assert len(result.reason) <= 1000, len(result.reason)
     assert len(repr(result.details["failures"])) < 40_000
+
+
+# A reply written once and sent for every call costs the candidate a write and the judge a parse each time: the
+# judge's time reading replies is charged to the candidate, so this ends in a 0 at its deadline, not in a `stalled`
+# None at the wall-clock backstop.
+REPLAYED_REPLY = """
+import os, sys
+harness = sys.modules.get("harness") or sys.modules["__main__"]
+body = b"[" + b"0.5," * (4 << 20) + b"0.5]"
+original = harness.write_message
+def write_message(fd, message, body=body):
+    if "id" not in message:  # the ready message
+        return original(fd, message)
+    data = b'{"id":%d,"ok":true,"value":' % message["id"] + body + b"}\\n"
+    while data:
+        data = data[os.write(fd, data):]
+harness.write_message = write_message
+def add(a, b): return a + b
+"""
+
+
+def test_replies_the_judge_must_parse_again_and_again_are_charged_to_the_candidate():
+    verifier = make_code_verifier(1.5, workers=1)
+    try:
+        tests = "\n".join(f"assert add({i}, 1) == {i + 1}" for i in range(300))
+        start = time.monotonic()
+        result = verifier.verify(REPLAYED_REPLY, tests)
+        assert result.score == 0.0 and "judge's CPU time" in result.reason, result.reason
+        assert time.monotonic() - start < 30
+    finally:
+        verifier.close()

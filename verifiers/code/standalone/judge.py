@@ -63,7 +63,7 @@ def run_job(job_fd: int, request_fd: int, reply_fd: int) -> None:
     write_message(job_fd, {"judge_pid": os.getpid()})  # the verifier watches whether this process runs (its clock)
     signal.alarm(max(1, int(job.get("deadline_s", 60))))  # a backstop: the verifier also enforces its deadline
     apply_limits(job)
-    session = Session(request_fd, reply_fd)
+    session = Session(request_fd, reply_fd, float(job.get("candidate_budget_s", float("inf"))))
     try:
         verdict = judge(job, session)
     except (CandidateFailure, CandidateGone) as exc:

@@ -5,26 +5,41 @@ builtin data, so the `==` of an assert is always the builtin one and the expecte
 proxy cannot be compared, hashed or tested for truth: it can never stand in for an expected value.
 """
 
+import time
+
 from formats_units import CandidateFailure, CandidateGone, UnsupportedTest, candidate_raised, describe
 from protocol import MAX_MESSAGE_BYTES, LineReader, ProtocolError, decode, encode, write_message
 
 
 class Session:
-    """Request/reply conversation with one candidate sandbox."""
+    """Request/reply conversation with one candidate sandbox.
 
-    def __init__(self, request_fd: int, reply_fd: int):
+    The CPU time this process spends reading and decoding the candidate's replies is the candidate's doing (a reply
+    sent many times costs it one write and the judge a parse each time), and is not charged to it by the verifier's
+    clock, which leaves the judge's work alone: past `budget_s` of it, the candidate has ended its run."""
+
+    def __init__(self, request_fd: int, reply_fd: int, budget_s: float = float("inf")):
         self.request_fd = request_fd
         self.replies = LineReader(reply_fd, MAX_MESSAGE_BYTES)
         self.next_id = 0
         self.gone = None
         self.touched = False  # something the candidate provided reached the test code (see `reference_fault`)
+        self.budget_s = budget_s
+        self.reading_s = 0.0  # CPU time spent on the candidate's replies
+
+    def charge(self, since: float) -> None:
+        self.reading_s += time.process_time() - since
+        if self.reading_s > self.budget_s and not self.gone:
+            self.gone = f"timeout: its replies took more than {self.budget_s:g} s of the judge's CPU time to read"
 
     def read_message(self):
+        started = time.process_time()
         try:
             message = self.replies.read_message()
         except (ProtocolError, OSError, MemoryError, RecursionError) as exc:  # a reply too big for the judge
             message, self.gone = None, f"unreadable reply: {describe(exc)}"
-        if message is None:
+        self.charge(started)
+        if message is None or self.gone:
             self.gone = self.gone or "the candidate sandbox ended"
             raise CandidateGone(self.gone)
         return message
@@ -45,10 +60,13 @@ class Session:
             raise CandidateGone(self.gone)
         if not reply["ok"]:
             raise candidate_raised(str(reply.get("error"))[:300])
+        started = time.process_time()
         try:
             return reply, decode(reply.get("value"), self.make_handle)
         except (ProtocolError, MemoryError, RecursionError) as exc:
             raise CandidateFailure(f"reply is not plain data: {describe(exc)}") from None
+        finally:
+            self.charge(started)
 
     def make_handle(self, number: int, type_name: str):
         return RemoteObject(self, {"h": number}, type_name)
@@ -57,7 +75,9 @@ class Session:
         encoded_args = [encode(a, remote_reference) for a in args]
         encoded_kwargs = {str(k): encode(v, remote_reference) for k, v in kwargs.items()}
         reply, value = self.request("call", target, args=encoded_args, kwargs=encoded_kwargs)
+        started = time.process_time()
         apply_mutations(args, reply.get("args_after"), self.make_handle)
+        self.charge(started)
         return value
 
 
