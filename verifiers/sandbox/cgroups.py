@@ -123,6 +123,7 @@ class CgroupTree:
         self._weight = 1
         try:
             for folder in self.layout.parents:
+                _remove_left_by_dead_processes(folder.parent)
                 folder.mkdir(exist_ok=True)
             if self.layout.version == 2:
                 _write(self.layout.parents[0] / "cgroup.subtree_control", " ".join(f"+{c}" for c in V2_CONTROLLERS))
@@ -255,6 +256,19 @@ class CandidateGroup:
             logger.error("code verifier: cannot remove the candidate cgroups %s", ", ".join(map(str, left)))
         self.removed = not left
         return self.removed
+
+
+def _remove_left_by_dead_processes(parent: Path) -> None:
+    """The empty groups of training processes that died without removing them (killed, or crashed)."""
+    for folder in parent.glob("trl_grpo_ext-*"):
+        pid = folder.name.rpartition("-")[2]
+        if not pid.isdigit() or os.path.exists(f"/proc/{pid}"):
+            continue
+        for group in [*folder.glob("c*"), folder]:
+            try:
+                group.rmdir()
+            except OSError:  # still holds a process, or another process removed it first
+                pass
 
 
 def thread_runnable(tid: int) -> bool:

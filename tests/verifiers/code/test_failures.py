@@ -162,3 +162,24 @@ def test_a_candidate_killed_at_its_deadline_is_a_timeout():
         assert result.score == 0.0 and result.reason == "timeout", result.reason
     finally:
         quick.close()
+
+
+def test_a_sandbox_that_could_not_set_up_stays_an_internal_error_when_its_clock_also_ran_out(monkeypatch):
+    from trl_grpo_ext.verifiers.code import runner
+
+    class SpentAtOnce(runner.CandidateClock):  # the clock runs out before the judge's verdict is read
+        def wait_s(self):
+            return 0.0
+
+        def expired(self):
+            return "timeout"
+
+    broken = make_code_verifier(5, workers=1)
+    monkeypatch.setattr(sandbox.Limits, "rlimits", lambda self, nproc: {"RLIMIT_NOFILE": (1 << 40, 1 << 40)})
+    monkeypatch.setattr(runner, "CandidateClock", SpentAtOnce)
+    try:
+        result = broken.verify(ADD, ADD_TESTS)
+        assert result.score is None, result.reason
+        assert result.reason.startswith("internal_error: the sandbox could not set up"), result.reason
+    finally:
+        broken.close()
