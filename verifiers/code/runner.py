@@ -131,7 +131,7 @@ def run_function_tests(pool: SandboxPool, judge: JudgeProcess, code: str, job: d
         sandbox.send({"mode": "functions", "code": code})
         job_socket = judge.submit(sandbox.request_w, sandbox.reply_r)
         sandbox.hand_over_pipes()  # the judge child holds them now
-        clock = CandidateClock(sandbox.cgroup, pool.limits.wall_s)
+        clock = CandidateClock(sandbox.cgroup, pool.limits.time_s)
         deadline_s = clock.backstop_s + TEARDOWN_S  # the judge's own backstops: its alarm, and its CPU time
         write_message(
             job_socket.fileno(),
@@ -140,7 +140,7 @@ def run_function_tests(pool: SandboxPool, judge: JudgeProcess, code: str, job: d
                 "deadline_s": deadline_s,
                 "memory_mb": JUDGE_MEMORY_MB,
                 "cpu_s": deadline_s + JUDGE_CPU_GRACE_S,
-                "candidate_budget_s": pool.limits.wall_s,  # the judge's time reading its replies is the candidate's
+                "candidate_budget_s": pool.limits.time_s,  # the judge's time reading its replies is the candidate's
             },  # fmt: skip
         )
         reader = LineReader(job_socket.fileno(), MAX_VERDICT_BYTES)
@@ -212,7 +212,7 @@ def run_stdio_case(
         sandbox.send({"mode": "script", "code": code, "stdin": stdin})
         os.close(sandbox.request_w)
         sandbox.request_w = -1
-        clock = CandidateClock(sandbox.cgroup, pool.limits.wall_s, judged=False)
+        clock = CandidateClock(sandbox.cgroup, pool.limits.time_s, judged=False)
         _check_setup(sandbox, time.monotonic() + clock.backstop_s)
         output, stopped = sandbox.read_stdout(clock)
         status = None

@@ -113,7 +113,7 @@ class CodeVerifier(Verifier):
             if not isinstance(value, (int, float)) or value <= 0:
                 raise ValueError(f"{name}={value!r} must be a positive number.")
         self.limits = Limits(
-            wall_s=float(timeout_s), cpu_s=max(1, int(timeout_s) + 1), memory_mb=int(memory_mb),
+            time_s=float(timeout_s), cpu_s=max(1, int(timeout_s) + 1), memory_mb=int(memory_mb),
             processes=int(max_processes), output_bytes=int(max_output_bytes),
         )  # fmt: skip
         if float_tolerance is not None and (

@@ -27,9 +27,10 @@ class SandboxError(RuntimeError):
 
 @dataclass(frozen=True)
 class Limits:
-    """What one sandbox run may use. `wall_s` is enforced by the verifier, the rest by rlimits in the harness."""
+    """What one sandbox run may use. `time_s`, the candidate's own time (code/clock.py), and the cgroup are enforced
+    by the verifier, the rest by rlimits in the harness."""
 
-    wall_s: float = 10.0
+    time_s: float = 10.0
     cpu_s: int = 10
     memory_mb: int = 1024
     processes: int = 64
