@@ -35,7 +35,8 @@ class CandidateClock:
         self.start = self.last = time.monotonic()
         self.backstop_s = max(BACKSTOP_FACTOR * budget_s, BACKSTOP_MIN_S) if cgroup is not None else budget_s
         self.idle_s = 0.0
-        self.cpu_s = 0.0
+        self.cpu_s = 0.0  # since the start: what the sandbox used while it started ahead is not the candidate's
+        self.cpu_at_start = cgroup.cpu_s() if cgroup is not None else 0.0
         self.judged = judged  # a judge process answers the candidate's calls (function tests; not stdio cases)
         self.judge_pid: int | None = None  # its threads count as busy; None: the judge has not said yet (busy)
 
@@ -52,7 +53,7 @@ class CandidateClock:
         now = time.monotonic()
         if self.cgroup is None:
             return "timeout" if now - self.start >= self.budget_s else None
-        cpu_s = self.cgroup.cpu_s()
+        cpu_s = self.cgroup.cpu_s() - self.cpu_at_start
         if not self._busy():  # idle since the last look, but for the CPU time it used meanwhile (charged already)
             self.idle_s += max(0.0, now - self.last - (cpu_s - self.cpu_s))
         self.cpu_s, self.last = cpu_s, now
