@@ -121,6 +121,7 @@ class CgroupTree:
         self._names = itertools.count()
         self._lock = threading.Lock()
         self._weight = 1
+        self._free: dict[tuple[int, int], list[CandidateGroup]] = {}
         try:
             for folder in self.layout.parents:
                 _remove_left_by_dead_processes(folder.parent)
@@ -151,12 +152,31 @@ class CgroupTree:
                 logger.warning("code verifier: cannot set the candidates' CPU weight in %s: %s", folder, exc)
 
     def group(self, memory_bytes: int, pids: int) -> CandidateGroup:
-        """A new, empty group with these limits."""
+        """An empty group with these limits: one a finished candidate left empty, or a new one."""
         with self._lock:
+            free = self._free.get((memory_bytes, pids))
+            if free:
+                return free.pop()
             name = f"c{next(self._names)}"
-        return CandidateGroup(self.layout, name, memory_bytes, pids)
+        return CandidateGroup(self, name, memory_bytes, pids)
+
+    def recycle(self, group: CandidateGroup) -> None:
+        """Keep an empty group for the next candidate: making and removing one costs the kernel more than a verdict
+        on a trivial program takes. Nothing of the previous candidate is in it: no process (checked), no file (its
+        /tmp went with its mount namespace), no CPU time (the clock counts from each start)."""
+        with self._lock:
+            self._free.setdefault(group.limits, []).append(group)
+
+    def drain(self) -> None:
+        """Remove the groups kept for reuse (a pool that closes)."""
+        with self._lock:
+            groups = [group for free in self._free.values() for group in free]
+            self._free.clear()
+        for group in groups:
+            group.remove()
 
     def close(self) -> None:
+        self.drain()
         for folder in self.layout.parents:
             try:
                 folder.rmdir()
@@ -167,8 +187,10 @@ class CgroupTree:
 class CandidateGroup:
     """One candidate's cgroup: limits set at creation, `join_fds` for the candidate's first process to enter it."""
 
-    def __init__(self, layout: Layout, name: str, memory_bytes: int, pids: int):
-        self.layout = layout
+    def __init__(self, tree: CgroupTree, name: str, memory_bytes: int, pids: int):
+        self.tree = tree
+        self.layout = layout = tree.layout
+        self.limits = (memory_bytes, pids)
         self.folders = tuple(parent / name for parent in layout.parents)
         self.removed = False
         try:
@@ -202,6 +224,11 @@ class CandidateGroup:
             raise
         return fds
 
+    def move(self, pid: int) -> None:
+        """Move process `pid` (all its threads) into the group."""
+        for folder in self.folders:
+            _write(folder / "cgroup.procs", str(pid))
+
     def cpu_s(self) -> float:
         """CPU time used by every process that was ever in the group, in seconds."""
         if self.layout.version == 1:
@@ -231,6 +258,13 @@ class CandidateGroup:
                 os.kill(tid, signal.SIGKILL)
             except OSError:
                 pass
+
+    def release(self) -> None:
+        """The candidate has ended: keep the group for the next one if it is empty, else kill and remove it."""
+        if not self.removed and not self.threads():
+            self.tree.recycle(self)
+        else:
+            self.remove()
 
     def remove(self) -> bool:
         """Kill what is left and remove the group's folders; False if some could not be removed in time."""

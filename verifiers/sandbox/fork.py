@@ -187,7 +187,8 @@ class ForkedSandbox(SandboxProcess):
         self._close_fds(self.status_r)
         self.status_r = -1
         if self.cgroup is not None:  # empty once the namespace is: memfd, tmpfs and all go with it
-            self.cgroup.remove()
+            self.cgroup.release()
+            self.cgroup = None
         if self.uid is None:
             return
         # An empty PID namespace holds no process of the uid; without that report, find stragglers by uid.

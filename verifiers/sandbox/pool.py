@@ -72,11 +72,16 @@ class Sandbox(SandboxProcess):
                 "path": candidate_site_packages(isolation.level, isolation.site_packages),
             }  # fmt: skip
             cmd += [str(request_r), str(reply_w), json.dumps(harness_limits)]
+            # bubblewrap forks at once: it joins the group through a shell before it starts. The harness alone (the
+            # rlimits level) is moved in just after: it runs no candidate code before it is sent some.
+            wrap = self.cgroup is not None and isolation.level == "bwrap"
             self.proc = subprocess.Popen(
-                cmd if self.cgroup is None else join_command(self.cgroup, cmd), stdin=subprocess.DEVNULL,
+                join_command(self.cgroup, cmd) if wrap else cmd, stdin=subprocess.DEVNULL,
                 stdout=stdout_w, stderr=stderr_w, pass_fds=(request_r, reply_w, *self.files),
                 env=env, cwd=None if isolation.level == "bwrap" else cwd, start_new_session=True,
             )  # fmt: skip
+            if self.cgroup is not None and not wrap:
+                self.cgroup.move(self.proc.pid)
         except BaseException as exc:
             self.proc = None
             self.finish()
@@ -148,7 +153,8 @@ class Sandbox(SandboxProcess):
         else:
             exited = False
         if self.cgroup is not None:
-            self.cgroup.remove()
+            self.cgroup.release()
+            self.cgroup = None
         # A PID namespace dies with its first process; without one (or when killed) find stragglers by uid.
         if self.uid is not None and (not exited or self.isolation.level != "bwrap") and not UIDS.kill(self.uid):
             logger.error("code verifier: processes of sandbox uid %d survived SIGKILL; not reusing it", self.uid)
@@ -229,6 +235,8 @@ class SandboxPool:
             sandbox.finish()
         if self.server is not None:
             self.server.close()
+        if self.cgroups is not None:
+            self.cgroups.drain()
 
 
 __all__ = [

@@ -180,3 +180,15 @@ def test_no_cgroup_is_left_after_close():
     verifier.verify_batch(["def add(a, b): return a + b"] * 4, [ADD_TESTS] * 4)
     verifier.close()
     assert groups() <= before
+
+
+def test_memory_is_bounded_per_candidate_at_the_rlimits_level_too():
+    verifier = make_code_verifier(TIMEOUT_S, memory_mb=256, workers=1, isolation="rlimits")
+    try:
+        if verifier.isolation.cgroup is None:
+            pytest.skip("no cgroup per candidate here (cgroup=False)")
+        result = verifier.verify(MEMORY_HOLDERS["memfds_written"] + "print('done')\n", DONE)
+        assert result.score == 0.0, (result.reason, result.details)
+        assert verifier.verify("print('done')", DONE).score == 1.0
+    finally:
+        verifier.close()
