@@ -10,6 +10,8 @@ candidate code) and asks it for one child per candidate. Each child gets, before
   ends, the kernel kills every process left in it), IPC (System V objects) and network (loopback only);
 - a uid of its own, unique across the machine (sandbox/uids.py), after its rlimits are set: RLIMIT_NPROC counts this
   candidate's processes only, and it can neither signal nor trace another candidate.
+- a cgroup of its own (sandbox/cgroups.py), which its init joins first: memory, processes and CPU bounded and
+  measured as a whole.
 
 The host passes each child its pipes over the server's control socket, and keeps a status pipe (the child's exit
 status, then the report that its PID namespace is empty) and a kill pipe (a byte or its end makes the child's

@@ -5,10 +5,13 @@ capabilities it needs (setuid/setgid for the uid drop, sys_admin and net_admin f
 only. It never runs candidate code. For each message on the control socket (the harness limits, with the child's
 request, reply, stdout, status and kill descriptors) it forks, into a new PID namespace:
 
-    init        PID 1 of the new namespace: unshares mount, IPC and network namespaces, mounts a fresh tmpfs on /tmp
-                and its own /proc, brings loopback up, forks the candidate, reaps orphans, reports the candidate's
-                {"exit": status} and ends, which makes the kernel kill whatever is left in the namespace.
-    candidate   the harness (harness.serve): sets rlimits, drops to the candidate's own uid, runs the code.
+    init        PID 1 of the new namespace: joins the candidate's cgroup (through the `cgroup.procs` descriptors the
+                verifier sent with the job, closed before the candidate is forked), unshares mount, IPC, network and
+                cgroup namespaces, mounts a fresh tmpfs on /tmp and its own /proc, brings loopback up, forks the
+                candidate, reaps orphans, reports the candidate's {"exit": status} and ends, which makes the kernel
+                kill whatever is left in the namespace.
+    candidate   the harness (harness.serve): sets rlimits, drops to the candidate's own uid, joins a session
+                keyring of its own, installs its seccomp filter, runs the code.
 
 The server itself supervises every init at once: it kills one when the verifier writes to or closes its kill pipe,
 and once the kernel has emptied its namespace (init reaped), reports {"reaped": true} on its status pipe. A failure
