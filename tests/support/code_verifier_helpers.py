@@ -11,14 +11,17 @@ from trl_grpo_ext.verifiers.sandbox.uids import UIDS
 
 
 def make_code_verifier(timeout_s: float, **options):
-    """The verifier at its default isolation (bubblewrap). Where bubblewrap is missing, the default refuses to start:
-        the suite then asks for isolation="rlimits" by name, as a user would, and the checks that only bubblewrap passes
-        skip themselves. Skips where even that cannot run safely (root without a world-readable interpreter). In CI
-    (`CI=true`) both fail instead: CI tests the bubblewrap sandbox."""
+    """The verifier at its default isolation (bubblewrap, a cgroup per candidate). Where bubblewrap is missing, the
+    default refuses to start: the suite then asks for isolation="rlimits" by name, as a user would, and the checks that
+    only bubblewrap passes skip themselves; where cgroups are missing, it asks for cgroup=False by name. Skips where
+    even that cannot run safely (root without a world-readable interpreter). In CI (`CI=true`) all of these fail
+    instead: CI tests the full sandbox."""
     options = {"timeout_s": timeout_s, "workers": 2, **options}
     try:
         return get_verifier("code", **options)
     except RuntimeError as exc:
+        if "cgroup=False" in str(exc) and "cgroup" not in options and not IN_CI:  # no cgroups: per-process limits
+            return make_code_verifier(timeout_s, **options, cgroup=False)
         if options.get("isolation", "auto") != "auto" or "needs bubblewrap" not in str(exc) or IN_CI:
             cannot_run_here(str(exc))  # in CI the sandbox must be bubblewrap: a fallback would test less
     try:

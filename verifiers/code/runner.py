@@ -24,6 +24,7 @@ from decimal import Decimal, InvalidOperation
 
 from ..core.zygote_client import ZygoteClient
 from ..sandbox.pool import SandboxError, SandboxPool
+from .clock import CandidateClock
 from .standalone import SCRIPT_FLAGS, STANDALONE_DIR
 from .standalone.protocol import LineReader, ProtocolError, write_message
 
@@ -32,6 +33,9 @@ TEARDOWN_S = 2.0
 # The judge runs the dataset's test code: its own limits, per verification (values in docs/code_verifier.md).
 JUDGE_MEMORY_MB = 4096
 JUDGE_CPU_GRACE_S = 5
+# The judge bounds what it reports (code/standalone/judge.py); these bound what is read here all the same.
+MAX_VERDICT_BYTES = 1 << 20
+MAX_REASON_CHARS = 1000
 # One thread per numerical library: a judge is one of many at once, and thread pools sized to a large node's cores
 # (OpenBLAS reserves memory per thread) would not fit its address space.
 JUDGE_THREADS = {name: "1" for name in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")}
@@ -52,6 +56,7 @@ class Outcome:
     total: int | None = None
     error: str | None = None  # "timeout", "output_limit", "candidate_error: ...", "runtime_error: ...", ...
     unusable: str | None = None  # the reference cannot be judged (score None)
+    stalled: str | None = None  # the machine gave the candidate no CPU until the wall-clock backstop (score None)
     failures: list = field(default_factory=list)
 
 
@@ -86,57 +91,85 @@ class JudgeProcess(ZygoteClient):
         return ours
 
 
-def _read_verdict(job: socket.socket, deadline: float) -> dict | None:
-    """The judge's verdict; None if none came by `deadline`; JudgeError if the judge ended without one."""
-    remaining = deadline - time.monotonic()
-    if remaining <= 0 or not select.select([job], [], [], remaining)[0]:
-        return None
+def _read_message(reader: LineReader) -> dict:
     try:
-        verdict = LineReader(job.fileno(), 1 << 24).read_message()
+        message = reader.read_message()
     except (ProtocolError, OSError) as exc:
         raise JudgeError(f"unreadable verdict from the judge process: {exc}") from None
-    if verdict is None:
+    if message is None:
         raise JudgeError("the judge process ended without a verdict (crashed, or killed by a limit)")
-    return verdict
+    return message
+
+
+def _await_verdict(job: socket.socket, reader: LineReader, clock: CandidateClock) -> tuple[dict | None, str | None]:
+    """(the judge's verdict, None), or (None, "timeout" or "stalled") when the candidate's clock ran out first.
+    JudgeError if the judge ended without a verdict."""
+    while True:
+        if select.select([job], [], [], clock.wait_s())[0]:
+            message = _read_message(reader)
+            if type(message.get("judge_pid")) is int:  # the judge child's first word: its threads keep the clock
+                clock.judge_pid = message["judge_pid"]
+                continue
+            return message, None
+        if (stopped := clock.expired()) is not None:
+            return None, stopped
+
+
+def _verdict_after_kill(job: socket.socket, reader: LineReader) -> dict:
+    """The verdict the judge gives once the candidate is killed (its remaining tests fail at once); {} if none."""
+    deadline = time.monotonic() + TEARDOWN_S
+    try:
+        while select.select([job], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            message = _read_message(reader)
+            if "judge_pid" not in message:
+                return message
+    except JudgeError:
+        pass
+    return {}
 
 
 def run_function_tests(pool: SandboxPool, judge: JudgeProcess, code: str, job: dict) -> Outcome:
     """`job`: {"test": test code, "entry_point": name or None}. The verdict comes from the judge only."""
-    limits = pool.limits
     sandbox = pool.acquire()
     job_socket = None
     try:
         sandbox.send({"mode": "functions", "code": code})
         job_socket = judge.submit(sandbox.request_w, sandbox.reply_r)
         sandbox.hand_over_pipes()  # the judge child holds them now
-        start = time.monotonic()
-        deadline_s = limits.wall_s + TEARDOWN_S
+        clock = CandidateClock(sandbox.cgroup, pool.limits.time_s)
+        deadline_s = clock.backstop_s + TEARDOWN_S  # the judge's own backstops: its alarm, and its CPU time
         write_message(
             job_socket.fileno(),
-            {**job, "deadline_s": deadline_s, "memory_mb": JUDGE_MEMORY_MB, "cpu_s": deadline_s + JUDGE_CPU_GRACE_S},
+            {
+                **job,
+                "deadline_s": deadline_s,
+                "memory_mb": JUDGE_MEMORY_MB,
+                "cpu_s": deadline_s + JUDGE_CPU_GRACE_S,
+                "candidate_budget_s": pool.limits.time_s,  # the judge's time reading its replies is the candidate's
+            },  # fmt: skip
         )
-        verdict = _read_verdict(job_socket, start + limits.wall_s)
-        timed_out = verdict is None
-        if timed_out:  # kill the candidate; the judge then fails the remaining asserts quickly
+        reader = LineReader(job_socket.fileno(), MAX_VERDICT_BYTES)
+        verdict, stopped = _await_verdict(job_socket, reader, clock)
+        if stopped is not None:  # kill the candidate; the judge then fails the remaining tests quickly
             sandbox.finish()
-            try:
-                verdict = _read_verdict(job_socket, time.monotonic() + TEARDOWN_S) or {}
-            except JudgeError:
-                verdict = {}
+            verdict = _verdict_after_kill(job_socket, reader)
     finally:
         if job_socket is not None:
             job_socket.close()
         sandbox.finish(grace_s=0.5)
-    if verdict.get("internal") and not timed_out:
-        raise SandboxError(str(verdict["internal"]))
+    if verdict.get("internal"):  # the sandbox failed before the candidate ran, whether or not the clock ran out
+        raise SandboxError(str(verdict["internal"])[:MAX_REASON_CHARS])
+    if stopped == "stalled":
+        return Outcome(stalled=clock.describe())
     if verdict.get("unusable"):
-        return Outcome(unusable=str(verdict["unusable"]))
+        return Outcome(unusable=str(verdict["unusable"])[:MAX_REASON_CHARS])
     if verdict.get("judge_error"):  # the judge's own bug on this candidate: counted apart from a failing test
-        return Outcome(0, None, f"{JUDGE_ERROR}: {str(verdict['judge_error'])[:300]}")
-    error = "timeout" if timed_out else verdict.get("error")
+        return Outcome(0, None, f"{JUDGE_ERROR}: {str(verdict['judge_error'])[:MAX_REASON_CHARS]}")
+    error = stopped or verdict.get("error")
     passed = verdict.get("passed") if type(verdict.get("passed")) is int else 0
     total = verdict.get("total") if type(verdict.get("total")) is int else None
-    return Outcome(passed, total, error, failures=list(verdict.get("failures") or []))
+    failures = verdict.get("failures") if type(verdict.get("failures")) is list else []
+    return Outcome(passed, total, None if error is None else str(error)[:MAX_REASON_CHARS], failures=failures[:5])
 
 
 def normalize_output(text: str) -> list[str]:
@@ -200,14 +233,18 @@ def run_stdio_case(
         sandbox.send({"mode": "script", "code": code, "stdin": stdin})
         os.close(sandbox.request_w)
         sandbox.request_w = -1
-        deadline = time.monotonic() + pool.limits.wall_s
-        _check_setup(sandbox, deadline)
-        output, stopped = sandbox.read_stdout(deadline)
-        status = sandbox.wait(deadline) if stopped is None else None
+        clock = CandidateClock(sandbox.cgroup, pool.limits.time_s, judged=False)
+        _check_setup(sandbox, time.monotonic() + clock.backstop_s)
+        output, stopped = sandbox.read_stdout(clock)
+        status = None
+        while stopped is None and (status := sandbox.wait(time.monotonic() + clock.wait_s())) is None:
+            stopped = clock.expired()
     finally:
         sandbox.finish()
-    if stopped is not None or status is None:
-        return Outcome(0, 1, stopped or "timeout")
+    if stopped == "stalled":
+        return Outcome(stalled=clock.describe())
+    if stopped is not None:
+        return Outcome(0, 1, stopped)
     if status != 0:
         return Outcome(0, 1, f"runtime_error: exit status {status}")
     actual = output.decode("utf-8", errors="replace")

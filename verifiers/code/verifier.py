@@ -29,24 +29,44 @@ import re
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from typing import Any
 
 from ..core.contract import INTERNAL_ERROR, VerificationResult, Verifier, bad_completion
 from ..core.deadline_pool import default_worker_count
 from ..core.registry import register_verifier
+from ..sandbox.cgroups import candidate_cgroups
 from ..sandbox.pool import Limits, SandboxError, SandboxPool, detect_isolation
 from .formats import parse_reference
 from .runner import JUDGE_ERROR, JudgeError, JudgeProcess, Outcome, run_function_tests, run_stdio_case
 
 logger = logging.getLogger("trl_grpo_ext.verifiers")
 
-_FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)```", re.DOTALL)
+_LANGUAGE = re.compile(r"[ \t]*([\w+-]*)")
+PYTHON_LANGUAGES = ("python", "py", "python3")
+
+
+def fenced_blocks(completion: str, first_only: bool = False) -> list[tuple[str, str]]:
+    """(language, body) of each Markdown fenced block: a ``` opening, its info line up to the next newline, then the
+    body up to the next ```. One left-to-right pass, in time linear in the text (a regular expression with a lazy
+    body backtracks quadratically on a completion full of unclosed fences: 10-20 s for 128 kB)."""
+    blocks, position = [], 0
+    while (start := completion.find("```", position)) >= 0:
+        newline = completion.find("\n", start + 3)
+        end = completion.find("```", newline + 1) if newline >= 0 else -1
+        if end < 0:  # no later opening can have a body with a closing fence either
+            break
+        blocks.append((_LANGUAGE.match(completion, start + 3, newline).group(1), completion[newline + 1 : end]))
+        if first_only:
+            break
+        position = end + 3
+    return blocks
 
 
 def extract_code(completion: str) -> str:
     """The last ```python block (or, if no block is labelled Python, the last fenced block); else the whole text."""
-    blocks = _FENCE.findall(completion)
-    python_blocks = [body for lang, body in blocks if lang.lower() in ("python", "py", "python3")]
+    blocks = fenced_blocks(completion)
+    python_blocks = [body for lang, body in blocks if lang.lower() in PYTHON_LANGUAGES]
     if python_blocks or blocks:
         return (python_blocks or [body for _, body in blocks])[-1]
     return completion
@@ -58,7 +78,7 @@ def is_prose(completion: str) -> bool:
     Asked only of a completion that already scored 0, so that it names the reason and never changes a score: a
     candidate interpreter newer than the trainer's may run what this parser rejects.
     """
-    if _FENCE.search(completion):
+    if fenced_blocks(completion, first_only=True):
         return False
     try:
         compile(completion, "<completion>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
@@ -89,12 +109,13 @@ class CodeVerifier(Verifier):
         python: str | None = None,
         site_packages: bool = False,
         solution_module: str = "solution",
+        cgroup: bool = True,
     ):
         for name, value in (("timeout_s", timeout_s), ("memory_mb", memory_mb), ("max_processes", max_processes)):
             if not isinstance(value, (int, float)) or value <= 0:
                 raise ValueError(f"{name}={value!r} must be a positive number.")
         self.limits = Limits(
-            wall_s=float(timeout_s), cpu_s=max(1, int(timeout_s) + 1), memory_mb=int(memory_mb),
+            time_s=float(timeout_s), cpu_s=max(1, int(timeout_s) + 1), memory_mb=int(memory_mb),
             processes=int(max_processes), output_bytes=int(max_output_bytes),
         )  # fmt: skip
         if float_tolerance is not None and (
@@ -120,7 +141,15 @@ class CodeVerifier(Verifier):
         self.partial_credit = partial_credit
         self.float_tolerance = float_tolerance
         self.workers = workers or min(8, default_worker_count())  # sandboxes run at once, per training process
+        if not isinstance(cgroup, bool):
+            raise ValueError(
+                f"code verifier option cgroup={cgroup!r} must be True (a cgroup per candidate bounds its memory, "
+                "processes and CPU as a whole; the default) or False (per-process rlimits only, asked for by name)."
+            )
         self.isolation = detect_isolation(isolation, python, site_packages=site_packages)
+        self._cgroups = candidate_cgroups(cgroup)
+        if self._cgroups is not None:
+            self.isolation = replace(self.isolation, cgroup=f"v{self._cgroups.version}")
         self._pool = None
         self._judge = None
         self._executor = None
@@ -129,7 +158,7 @@ class CodeVerifier(Verifier):
     def _ensure_started(self) -> None:
         with self._start_lock:
             if self._pool is None:
-                self._pool = SandboxPool(self.isolation, self.limits, size=self.workers)
+                self._pool = SandboxPool(self.isolation, self.limits, size=self.workers, cgroups=self._cgroups)
                 self._judge = JudgeProcess()
 
     def verify(self, completion: str, reference: Any) -> VerificationResult:
@@ -163,6 +192,8 @@ class CodeVerifier(Verifier):
         total, passed, first_error, failures = len(tests), 0, None, []
         for stdin, expected in tests:
             case = run_stdio_case(self._pool, code, stdin, expected, self.float_tolerance)
+            if case.stalled:  # no verdict on this completion: the machine failed it, not the program
+                return case
             passed += case.passed
             failures += case.failures[:1]
             first_error = first_error or case.error
@@ -172,6 +203,9 @@ class CodeVerifier(Verifier):
 
     def _result(self, outcome: Outcome, code: str, completion: str) -> VerificationResult:
         details = self._details(outcome)
+        if outcome.stalled:  # the machine's fault, not the candidate's: counted with the verifier's own failures
+            logger.warning("code verifier: stalled: %s", outcome.stalled)
+            return VerificationResult(None, f"{INTERNAL_ERROR}: stalled: {outcome.stalled}", code, details)
         if outcome.unusable:
             logger.warning("code verifier: unusable reference: %s", outcome.unusable)
             return VerificationResult(None, f"unusable_reference: {outcome.unusable}", code, details)

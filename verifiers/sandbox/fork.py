@@ -10,6 +10,8 @@ candidate code) and asks it for one child per candidate. Each child gets, before
   ends, the kernel kills every process left in it), IPC (System V objects) and network (loopback only);
 - a uid of its own, unique across the machine (sandbox/uids.py), after its rlimits are set: RLIMIT_NPROC counts this
   candidate's processes only, and it can neither signal nor trace another candidate.
+- a cgroup of its own (sandbox/cgroups.py), which its init joins first: memory, processes and CPU bounded and
+  measured as a whole.
 
 The host passes each child its pipes over the server's control socket, and keeps a status pipe (the child's exit
 status, then the report that its PID namespace is empty) and a kill pipe (a byte or its end makes the child's
@@ -30,7 +32,8 @@ import time
 from ..code.standalone import SCRIPT_FLAGS
 from ..code.standalone.protocol import LineReader, ProtocolError
 from ..core.zygote_client import ZygoteClient
-from .isolation import INSIDE_DIR, Isolation, bwrap_command, candidate_site_packages
+from .cgroups import CgroupTree, CgroupUnavailable
+from .isolation import INSIDE_DIR, Isolation, bwrap_command, candidate_site_packages, open_sandbox_files
 from .process import START_TIMEOUT_S, Limits, SandboxError, SandboxProcess
 from .uids import UIDS
 
@@ -52,10 +55,11 @@ class ForkServer(ZygoteClient):
     what = "sandbox fork server"
     error = SandboxError
 
-    def __init__(self, isolation: Isolation, limits: Limits):
+    def __init__(self, isolation: Isolation, limits: Limits, cgroups: CgroupTree | None = None):
         super().__init__()
         self.isolation = isolation
         self.limits = limits
+        self.cgroups = cgroups
 
     def spawn(self) -> ForkedSandbox:
         return ForkedSandbox(self, UIDS.acquire())
@@ -63,20 +67,27 @@ class ForkServer(ZygoteClient):
     def launch(self) -> tuple[subprocess.Popen, socket.socket]:
         python = self.isolation.python
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        cmd = bwrap_command(python, self.limits.tmp_mb, self.isolation.site_packages, die_with_parent=False)
+        files = open_sandbox_files()
+        cmd = bwrap_command(
+            python, self.limits.tmp_mb, self.isolation.site_packages, die_with_parent=False,
+            cgroup_namespace=self.cgroups is None,  # with cgroups, each init unshares one rooted at its own group
+            files=files,
+        )  # fmt: skip
         for cap in SERVER_CAPS:
             cmd += ["--cap-add", cap]
         cmd += [python, *SCRIPT_FLAGS, "-S", f"{INSIDE_DIR}/zygote.py", str(theirs.fileno())]
         try:
             proc = subprocess.Popen(
                 cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                pass_fds=(theirs.fileno(),), env={}, start_new_session=True,
+                pass_fds=(theirs.fileno(), *files), env={}, start_new_session=True,
             )  # fmt: skip
         except OSError as exc:
             ours.close()
             raise SandboxError(f"cannot start the sandbox fork server: {exc}") from exc
         finally:
             theirs.close()
+            for fd in files:
+                os.close(fd)
         ready = select.select([ours], [], [], START_TIMEOUT_S)[0]
         if not ready or ours.recv(64) != b"started":
             proc.kill()
@@ -101,12 +112,15 @@ class ForkedSandbox(SandboxProcess):
         self.error = None
         theirs = []
         try:
+            if server.cgroups is not None:
+                self.cgroup = self.limits.cgroup(server.cgroups)
             request_r, self.request_w = os.pipe()
             self.reply_r, reply_w = os.pipe()
             self.stdout_r, stdout_w = os.pipe()
             self.status_r, status_w = os.pipe()
             kill_r, self.kill_w = os.pipe()
             theirs = [request_r, reply_w, stdout_w, status_w, kill_r]
+            theirs += self.cgroup.join_fds() if self.cgroup is not None else []
             self.status.fd = self.status_r
             isolation = server.isolation
             harness_limits = {
@@ -116,7 +130,7 @@ class ForkedSandbox(SandboxProcess):
             server.send(json.dumps({"limits": harness_limits, "tmp_mb": self.limits.tmp_mb}).encode(), theirs)
         except BaseException as exc:
             self.finish()
-            if isinstance(exc, OSError):
+            if isinstance(exc, (OSError, CgroupUnavailable)):
                 raise SandboxError(f"cannot start a sandbox: {exc}") from exc
             raise
         finally:
@@ -174,6 +188,9 @@ class ForkedSandbox(SandboxProcess):
         confirmed = self._read_status(time.monotonic() + KILL_WAIT_S)
         self._close_fds(self.status_r)
         self.status_r = -1
+        if self.cgroup is not None:  # empty once the namespace is: memfd, tmpfs and all go with it
+            self.cgroup.release()
+            self.cgroup = None
         if self.uid is None:
             return
         # An empty PID namespace holds no process of the uid; without that report, find stragglers by uid.

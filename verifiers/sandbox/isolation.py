@@ -38,6 +38,11 @@ from .uids import UIDS
 logger = logging.getLogger("trl_grpo_ext.verifiers")
 
 SANDBOX_FILES = ("harness.py", "protocol.py", "zygote.py")
+# The folders of third-party packages under a mounted tree, hidden from the candidate (see hidden_package_folders).
+PACKAGE_FOLDERS = (
+    "lib/python3*/site-packages", "lib/python3*/dist-packages", "lib/python3/dist-packages",
+    "lib64/python3*/site-packages", "local/lib/python3*/site-packages", "local/lib/python3*/dist-packages",
+)  # fmt: skip
 INSIDE_DIR = "/opt/trl_grpo_ext_sandbox"
 # Where bubblewrap mounts the site-packages (`site_packages=True`): outside /tmp, since the fresh /tmp of each
 # candidate would hide a virtualenv that lives under /tmp.
@@ -57,6 +62,7 @@ class Isolation:
     process_limit: str | None = None  # what bounds the candidate's process count; None: nothing
     warning: str | None = None
     site_packages: tuple[str, ...] = ()  # importable read-only by the candidate (`site_packages=True`); else stdlib
+    cgroup: str | None = None  # "v1" or "v2": a cgroup per candidate bounds memory, processes and CPU; None: rlimits
 
     def describe(self) -> dict:
         return asdict(self)
@@ -109,11 +115,43 @@ def find_site_packages(python: str | None) -> tuple[str, ...]:
     return paths
 
 
-def bwrap_command(python: str, tmp_mb: int, site_packages: tuple[str, ...] = (), die_with_parent: bool = True) -> list:
+def open_sandbox_files() -> list[int]:
+    """Descriptors of SANDBOX_FILES, for `bwrap_command(files=...)`: pass them to bubblewrap, then close them."""
+    fds = []
+    try:
+        for name in SANDBOX_FILES:
+            fds.append(os.open(STANDALONE_DIR / name, os.O_RDONLY | os.O_CLOEXEC))
+    except OSError:
+        for fd in fds:
+            os.close(fd)
+        raise
+    return fds
+
+
+def hidden_package_folders(trees: tuple[str, ...]) -> list[str]:
+    """The site-packages and dist-packages folders of every Python under `trees` (the folders mounted for the
+    candidate): hidden behind an empty read-only tmpfs, so that the candidate imports the standard library only."""
+    found = []
+    for tree in trees:
+        for pattern in PACKAGE_FOLDERS:
+            found += [
+                str(path) for path in sorted(Path(tree).glob(pattern)) if path.is_dir() and not path.is_symlink()
+            ]
+    return list(dict.fromkeys(found))
+
+
+def bwrap_command(
+    python: str, tmp_mb: int, site_packages: tuple[str, ...] = (), die_with_parent: bool = True,
+    cgroup_namespace: bool = True, files: list[int] | None = None,
+) -> list:  # fmt: skip
     """The bubblewrap command line, up to the interpreter to run inside. `die_with_parent=False` for a sandbox that
-    outlives the thread that starts it (the fork server, which ends when its control socket closes)."""
+    outlives the thread that starts it (the fork server, which ends when its control socket closes);
+    `cgroup_namespace=False` for a fork server whose children join cgroups of their own (each then unshares one);
+    `files`: descriptors of SANDBOX_FILES (`open_sandbox_files`), copied in by bubblewrap rather than bound, so that
+    no host path of this package shows in the candidate's /proc/self/mountinfo."""
     prefix = str(Path(python).resolve().parent.parent)
-    cmd = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    cmd = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
+    cmd += ["--unshare-cgroup-try"] if cgroup_namespace else []
     cmd += ["--die-with-parent"] if die_with_parent else []
     cmd += ["--new-session", "--ro-bind", "/usr", "/usr"]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
@@ -123,11 +161,13 @@ def bwrap_command(python: str, tmp_mb: int, site_packages: tuple[str, ...] = (),
             cmd += ["--ro-bind", top, top]
     if not prefix.startswith("/usr/"):
         cmd += _open_parents(prefix) + ["--ro-bind", prefix, prefix]
+    for folder in hidden_package_folders(("/usr", prefix) if not prefix.startswith("/usr/") else ("/usr",)):
+        cmd += ["--size", "4096", "--tmpfs", folder, "--remount-ro", folder]
     for path, inside in zip(site_packages, candidate_site_packages("bwrap", site_packages)):
         cmd += _open_parents(inside) + ["--ro-bind", path, inside]
     cmd += _open_parents(f"{INSIDE_DIR}/x")
-    for name in SANDBOX_FILES:
-        cmd += ["--ro-bind", str(STANDALONE_DIR / name), f"{INSIDE_DIR}/{name}"]
+    for name, fd in zip(SANDBOX_FILES, files or ()):
+        cmd += ["--perms", "0644", "--ro-bind-data", str(fd), f"{INSIDE_DIR}/{name}"]
     cmd += [
         "--proc",
         "/proc",
@@ -146,8 +186,8 @@ def bwrap_command(python: str, tmp_mb: int, site_packages: tuple[str, ...] = (),
         cmd += ["--setenv", key, value]
     if os.geteuid() == 0:  # keep only what the uid drop needs
         cmd += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
-    else:  # a user namespace of its own: RLIMIT_NPROC then counts this sandbox's processes only
-        cmd += ["--unshare-user"]
+    else:  # a user namespace of its own: RLIMIT_NPROC then counts this sandbox's processes only; none nested in it
+        cmd += ["--unshare-user", "--disable-userns"]
     return cmd
 
 

@@ -24,6 +24,7 @@ import threading
 import time
 
 from ..code.standalone import SCRIPT_FLAGS, STANDALONE_DIR
+from .cgroups import CgroupTree, CgroupUnavailable, join_command
 from .fork import ForkServer, forks_candidates
 from .isolation import (
     INSIDE_DIR,
@@ -32,6 +33,7 @@ from .isolation import (
     bwrap_command,
     candidate_site_packages,
     detect_isolation,
+    open_sandbox_files,
     sandbox_env,
     sandbox_python,
 )
@@ -47,12 +49,13 @@ class Sandbox(SandboxProcess):
     Besides the pipes of `SandboxProcess`, `stderr_r` is read only when the sandbox fails to start.
     """
 
-    def __init__(self, isolation: Isolation, limits: Limits):
+    def __init__(self, isolation: Isolation, limits: Limits, cgroups: CgroupTree | None = None):
         super().__init__(limits)
         self.isolation = isolation
         self.uid = UIDS.acquire() if isolation.dedicated_uid else None
         self.workdir = None
         self.stderr_r = -1
+        self.files = []  # the sandbox files, copied in by bubblewrap at start
         try:
             request_r, self.request_w = os.pipe()
             self.reply_r, reply_w = os.pipe()
@@ -62,24 +65,32 @@ class Sandbox(SandboxProcess):
             self.finish()
             raise SandboxError(f"no pipes for a sandbox: {exc}") from exc
         try:
+            self.cgroup = limits.cgroup(cgroups) if cgroups is not None else None
             cmd, env, cwd = self._command()
             harness_limits = {
                 "rlimits": limits.rlimits(isolation.process_limit is not None), "uid": self.uid, "workdir": cwd,
                 "path": candidate_site_packages(isolation.level, isolation.site_packages),
             }  # fmt: skip
             cmd += [str(request_r), str(reply_w), json.dumps(harness_limits)]
+            # bubblewrap forks at once: it joins the group through a shell before it starts. The harness alone (the
+            # rlimits level) is moved in just after: it runs no candidate code before it is sent some.
+            wrap = self.cgroup is not None and isolation.level == "bwrap"
             self.proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=stdout_w, stderr=stderr_w, pass_fds=(request_r, reply_w),
+                join_command(self.cgroup, cmd) if wrap else cmd, stdin=subprocess.DEVNULL,
+                stdout=stdout_w, stderr=stderr_w, pass_fds=(request_r, reply_w, *self.files),
                 env=env, cwd=None if isolation.level == "bwrap" else cwd, start_new_session=True,
             )  # fmt: skip
+            if self.cgroup is not None and not wrap:
+                self.cgroup.move(self.proc.pid)
         except BaseException as exc:
             self.proc = None
             self.finish()
-            if isinstance(exc, OSError):
+            if isinstance(exc, (OSError, CgroupUnavailable)):
                 raise SandboxError(f"cannot start a sandbox: {exc}") from exc
             raise
         finally:
-            self._close_fds(request_r, reply_w, stdout_w, stderr_w)
+            self._close_fds(request_r, reply_w, stdout_w, stderr_w, *self.files)
+            self.files = []
 
     def _start_failure(self) -> str:
         said = self._stderr().strip()
@@ -102,9 +113,10 @@ class Sandbox(SandboxProcess):
     def _command(self) -> tuple[list[str], dict, str]:
         python = self.isolation.python
         if self.isolation.level == "bwrap":
+            self.files = open_sandbox_files()
             return (
                 [
-                    *bwrap_command(python, self.limits.tmp_mb, self.isolation.site_packages),
+                    *bwrap_command(python, self.limits.tmp_mb, self.isolation.site_packages, files=self.files),
                     *[python, *SCRIPT_FLAGS, "-S", f"{INSIDE_DIR}/harness.py"],
                 ],
                 {},
@@ -140,6 +152,9 @@ class Sandbox(SandboxProcess):
                 self.proc.wait()
         else:
             exited = False
+        if self.cgroup is not None:
+            self.cgroup.release()
+            self.cgroup = None
         # A PID namespace dies with its first process; without one (or when killed) find stragglers by uid.
         if self.uid is not None and (not exited or self.isolation.level != "bwrap") and not UIDS.kill(self.uid):
             logger.error("code verifier: processes of sandbox uid %d survived SIGKILL; not reusing it", self.uid)
@@ -156,17 +171,20 @@ class Sandbox(SandboxProcess):
 class SandboxPool:
     """Keeps `size` sandboxes started ahead, so a verification does not wait for an interpreter to boot."""
 
-    def __init__(self, isolation: Isolation, limits: Limits, size: int):
+    def __init__(self, isolation: Isolation, limits: Limits, size: int, cgroups: CgroupTree | None = None):
         self.isolation = isolation
         self.limits = limits
         self.size = size
+        self.cgroups = cgroups  # a cgroup per candidate from this tree; None only when asked for by name
+        if cgroups is not None:
+            cgroups.weigh(size)
         self.idle: list[SandboxProcess] = []
         self.lock = threading.Lock()
         self.closed = False
-        self.server = ForkServer(isolation, limits) if forks_candidates(isolation) else None
+        self.server = ForkServer(isolation, limits, cgroups) if forks_candidates(isolation) else None
 
     def _new(self) -> SandboxProcess:
-        return self.server.spawn() if self.server is not None else Sandbox(self.isolation, self.limits)
+        return self.server.spawn() if self.server is not None else Sandbox(self.isolation, self.limits, self.cgroups)
 
     def acquire(self) -> SandboxProcess:
         """A started sandbox: a warm one, or else a fresh one; SandboxError if the fresh one does not start."""
@@ -217,6 +235,8 @@ class SandboxPool:
             sandbox.finish()
         if self.server is not None:
             self.server.close()
+        if self.cgroups is not None:
+            self.cgroups.drain()
 
 
 __all__ = [

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 
 from ..code.standalone.protocol import LineReader, ProtocolError, write_message
+from .cgroups import CandidateGroup, CgroupTree
 
 START_TIMEOUT_S = 60.0  # a sandbox that has not started by then (a machine under heavy load) is a failure
 
@@ -26,9 +27,10 @@ class SandboxError(RuntimeError):
 
 @dataclass(frozen=True)
 class Limits:
-    """What one sandbox run may use. `wall_s` is enforced by the verifier, the rest by rlimits in the harness."""
+    """What one sandbox run may use. `time_s`, the candidate's own time (code/clock.py), and the cgroup are enforced
+    by the verifier, the rest by rlimits in the harness."""
 
-    wall_s: float = 10.0
+    time_s: float = 10.0
     cpu_s: int = 10
     memory_mb: int = 1024
     processes: int = 64
@@ -36,6 +38,11 @@ class Limits:
     tmp_mb: int = 64
     open_files: int = 256
     output_bytes: int = 8 << 20
+
+    def cgroup(self, tree: CgroupTree) -> CandidateGroup:
+        """A cgroup bounding the whole candidate: memory (its address space and its /tmp), processes (its own and its
+        init) and, through the clock, CPU time."""
+        return tree.group(memory_bytes=(self.memory_mb + self.tmp_mb) << 20, pids=self.processes + 1)
 
     def rlimits(self, nproc: bool) -> dict:
         mb = 1 << 20
@@ -62,6 +69,7 @@ class SandboxProcess:
         self.limits = limits
         self.started = False
         self.request_w = self.reply_r = self.stdout_r = -1
+        self.cgroup: CandidateGroup | None = None  # the candidate's cgroup, where there is one (its clock)
 
     def wait_started(self, deadline: float) -> None:
         """Return once the harness has said it started; SandboxError (with what went wrong) otherwise."""
@@ -91,14 +99,14 @@ class SandboxProcess:
         self._close_fds(self.request_w, self.reply_r)
         self.request_w = self.reply_r = -1
 
-    def read_stdout(self, deadline: float) -> tuple[bytes, str | None]:
-        """Everything the candidate prints until it closes stdout; the second item is "timeout", "output_limit"."""
+    def read_stdout(self, clock) -> tuple[bytes, str | None]:
+        """Everything the candidate prints until it closes stdout; the second item is None, "output_limit", or why
+        the candidate's clock (code/clock.py) stopped it: "timeout", "stalled"."""
         chunks, size = [], 0
         while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return b"".join(chunks), "timeout"
-            if not select.select([self.stdout_r], [], [], remaining)[0]:
+            if not select.select([self.stdout_r], [], [], clock.wait_s())[0]:
+                if (stopped := clock.expired()) is not None:
+                    return b"".join(chunks), stopped
                 continue
             chunk = os.read(self.stdout_r, 1 << 16)
             if not chunk:

@@ -295,3 +295,106 @@ def test_verifier_survives_every_attack_in_a_batch(verifier):
     assert [r.score for r in results] == [0.0] * len(REWARD_HACKS) + [1.0]
     for result in results[:-1]:
         assert_wrong_answer(result)
+
+
+# The trust boundary: whatever the candidate reports is data. A `module:<name>` kind (reported honestly for a module
+# object, or forged on the reply pipe) never makes the judge import anything: `venv.__main__` would create a virtual
+# environment in the judge's working folder, `ensurepip.__main__` would start pip.
+FORGE_READY = """
+import json, os
+message = json.dumps({{"ready": True, "globals": {kinds}}}).encode() + b"\\n"
+for fd in range(3, 64):
+    try:
+        os.write(fd, message)
+    except OSError:
+        pass
+os._exit(0)
+"""
+MODULE_KINDS = {
+    "module_object_named_like_a_tool": "import types\nadd = types.ModuleType('venv.__main__')\n"
+    "sub = types.ModuleType('ensurepip.__main__')",
+    "forged_ready_message": FORGE_READY.format(
+        kinds={"add": "module:venv.__main__", "sub": "module:ensurepip.__main__", "math": "module:venv.__main__"}
+    ),
+    "forged_stdlib_kind_for_a_tested_name": FORGE_READY.format(kinds={"add": "module:os", "sub": "module:json"}),
+}
+
+
+@pytest.mark.parametrize("attack", sorted(MODULE_KINDS))
+def test_candidate_module_kinds_are_data_never_imported(attack, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the judge starts here: a tool run by an import would write into it
+    verifier = make_verifier(workers=1)
+    try:
+        tests = "import math\nassert add(1, 2) == 3\nassert sub(3, 1) == 2\nassert math.sqrt(4) == 2\n"
+        start = time.monotonic()
+        result = check_zero(verifier, MODULE_KINDS[attack], tests)
+        assert time.monotonic() - start < 10, "the judge did more than read data"
+    finally:
+        verifier.close()
+    assert list(tmp_path.iterdir()) == [], "the judge ran a tool named by the candidate"
+    assert result.reason != "correct"
+
+
+def test_stdlib_module_used_by_the_test_is_the_judges_own(verifier):
+    # The test names `math`; the candidate's `math` (a module object whose isclose always agrees) is not bound.
+    code = (
+        "import types\nmath = types.ModuleType('math')\nmath.isclose = lambda *a, **k: True\ndef add(a, b): return 0"
+    )
+    check_zero(verifier, code, "assert math.isclose(add(1, 2), 3)\n")
+    correct = verifier.verify("import math\ndef add(a, b): return a + b", "assert math.isclose(add(1, 2), 3)\n")
+    assert correct.score == 1.0, correct.reason
+
+
+# Everything a candidate sends is bounded where it is read: huge error text, a huge exception class name, a giant
+# reply line, a forged error as big as the issue's (20 MiB). Each scores 0: never None, which would escape the 0.
+HUGE_SENDS = {
+    "huge_error_message": "def add(a, b): raise ValueError('x' * (20 << 20))",
+    "huge_exception_class_name": "def add(a, b): raise type('E' * (8 << 20), (Exception,), {})()",
+    "huge_error_at_import": "raise RuntimeError('y' * (20 << 20))",
+    "forged_huge_error_on_the_reply_pipe": "import json, os\n"
+    "message = json.dumps({'ready': False, 'error': 'z' * (20 << 20)}).encode() + b'\\n'\n"
+    "for fd in range(3, 64):\n    try: os.write(fd, message)\n    except OSError: pass\nos._exit(0)",
+    "forged_huge_failed_call_reply": "import json, os\n"
+    "def add(a, b):\n    message = json.dumps({'id': 1, 'ok': False, 'error': 'w' * (30 << 20)}).encode() + b'\\n'\n"
+    "    for fd in range(3, 64):\n        try: os.write(fd, message)\n        except OSError: pass\n    os._exit(0)",
+    "reply_line_over_the_limit": "import os\ndef add(a, b):\n    blob = b'[' * (70 << 20)\n"
+    "    for fd in range(3, 64):\n        try: os.write(fd, blob)\n        except OSError: pass\n    os._exit(0)",
+}
+
+
+@pytest.mark.parametrize("attack", sorted(HUGE_SENDS))
+def test_everything_the_candidate_sends_is_bounded(verifier, attack):
+    result = check_zero(verifier, HUGE_SENDS[attack])
+    assert len(result.reason) <= 1000, len(result.reason)
+    assert len(repr(result.details["failures"])) < 40_000
+
+
+# A reply written once and sent for every call costs the candidate a write and the judge a parse each time: the
+# judge's time reading replies is charged to the candidate, so this ends in a 0 at its deadline, not in a `stalled`
+# None at the wall-clock backstop.
+REPLAYED_REPLY = """
+import os, sys
+harness = sys.modules.get("harness") or sys.modules["__main__"]
+body = b"[" + b"0.5," * (4 << 20) + b"0.5]"
+original = harness.write_message
+def write_message(fd, message, body=body):
+    if "id" not in message:  # the ready message
+        return original(fd, message)
+    data = b'{"id":%d,"ok":true,"value":' % message["id"] + body + b"}\\n"
+    while data:
+        data = data[os.write(fd, data):]
+harness.write_message = write_message
+def add(a, b): return a + b
+"""
+
+
+def test_replies_the_judge_must_parse_again_and_again_are_charged_to_the_candidate():
+    verifier = make_code_verifier(1.5, workers=1)
+    try:
+        tests = "\n".join(f"assert add({i}, 1) == {i + 1}" for i in range(300))
+        start = time.monotonic()
+        result = verifier.verify(REPLAYED_REPLY, tests)
+        assert result.score == 0.0 and "judge's CPU time" in result.reason, result.reason
+        assert time.monotonic() - start < 30
+    finally:
+        verifier.close()

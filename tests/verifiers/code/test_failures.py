@@ -8,10 +8,12 @@ import dataclasses
 import pytest
 from code_verifier_helpers import make_code_verifier
 
+from trl_grpo_ext.verifiers.code.clock import BACKSTOP_FACTOR, BACKSTOP_MIN_S
 from trl_grpo_ext.verifiers.sandbox import pool as sandbox
 
 ADD = "def add(a, b):\n    return a + b\n"
 ADD_TESTS = "assert add(1, 2) == 3\n"
+JUDGE_BACKSTOP_S = max(BACKSTOP_FACTOR * 5, BACKSTOP_MIN_S)  # the candidate's wall-clock backstop (timeout_s=5)
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +93,7 @@ def test_the_judge_runs_with_its_limits_and_the_int_to_str_guard(verifier):
     tests = ADD_TESTS + (
         "import resource, sys\n"
         "assert resource.getrlimit(resource.RLIMIT_AS)[0] == 4096 << 20\n"
-        "assert 0 < resource.getrlimit(resource.RLIMIT_CPU)[0] <= 5 + 2 + 5\n"
+        f"assert 0 < resource.getrlimit(resource.RLIMIT_CPU)[0] <= {JUDGE_BACKSTOP_S} + 2 + 5\n"
         "assert sys.get_int_max_str_digits() == 4300\n"
         "import os\nassert os.environ['OPENBLAS_NUM_THREADS'] == os.environ['OMP_NUM_THREADS'] == '1'\n"
     )
@@ -160,3 +162,24 @@ def test_a_candidate_killed_at_its_deadline_is_a_timeout():
         assert result.score == 0.0 and result.reason == "timeout", result.reason
     finally:
         quick.close()
+
+
+def test_a_sandbox_that_could_not_set_up_stays_an_internal_error_when_its_clock_also_ran_out(monkeypatch):
+    from trl_grpo_ext.verifiers.code import runner
+
+    class SpentAtOnce(runner.CandidateClock):  # the clock runs out before the judge's verdict is read
+        def wait_s(self):
+            return 0.0
+
+        def expired(self):
+            return "timeout"
+
+    broken = make_code_verifier(5, workers=1)
+    monkeypatch.setattr(sandbox.Limits, "rlimits", lambda self, nproc: {"RLIMIT_NOFILE": (1 << 40, 1 << 40)})
+    monkeypatch.setattr(runner, "CandidateClock", SpentAtOnce)
+    try:
+        result = broken.verify(ADD, ADD_TESTS)
+        assert result.score is None, result.reason
+        assert result.reason.startswith("internal_error: the sandbox could not set up"), result.reason
+    finally:
+        broken.close()

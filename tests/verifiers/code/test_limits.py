@@ -12,6 +12,8 @@ import time
 import pytest
 from code_verifier_helpers import make_code_verifier, sandbox_uid_processes
 
+from trl_grpo_ext.verifiers.code.clock import BACKSTOP_MIN_S
+
 ADD_TESTS = "assert add(1, 2) == 3\nassert add(5, 7) == 12\n"
 TIMEOUT_S = 1.5
 
@@ -27,7 +29,9 @@ def verifier():
     v.close()
 
 
-def assert_zero_and_clean(verifier, code, tests=ADD_TESTS, max_s=TIMEOUT_S + 4.0):
+def assert_zero_and_clean(verifier, code, tests=ADD_TESTS, max_s=BACKSTOP_MIN_S):
+    """Score 0 (never None: a candidate that misbehaves cannot escape its 0), before the wall-clock backstop (the
+    clock counts the candidate's CPU time, which takes longer to spend on a loaded machine), nothing left running."""
     start = time.monotonic()
     result = verifier.verify(code, tests)
     elapsed = time.monotonic() - start
@@ -81,9 +85,15 @@ def test_resource_exhaustion(verifier, attack):
     assert_zero_and_clean(verifier, EXHAUSTION[attack])
 
 
+SLEEPERS = {name for name, code in HANGS.items() if "while True: pass" not in code}
+
+
 @pytest.mark.parametrize("attack", sorted(HANGS))
 def test_hang_hits_the_deadline(verifier, attack):
-    result = assert_zero_and_clean(verifier, HANGS[attack])
+    # A candidate that sleeps is charged the time it sleeps: it ends at its deadline, however loaded the machine.
+    result = assert_zero_and_clean(
+        verifier, HANGS[attack], max_s=TIMEOUT_S + 4.0 if attack in SLEEPERS else BACKSTOP_MIN_S
+    )
     assert result.reason == "timeout" or result.reason.startswith("candidate_error"), result.reason
 
 
@@ -167,3 +177,40 @@ def test_fallback_benign_solution_scores_one(fallback):
     result = fallback.verify("import heapq\ndef add(a, b): return heapq.nsmallest(1, [a + b])[0]", ADD_TESTS)
     assert result.score == 1.0, result.reason
     assert result.details["isolation"]["level"] == "rlimits"
+
+
+# Code extraction runs in the trainer's process, outside any deadline: it must take time linear in the completion.
+HUGE_COMPLETIONS = {
+    "unclosed_fences": "```" * 43000,
+    "fence_openings_without_newline": "```x" * 32000 + "\n",
+    "many_python_openings": "```python\n" * 12000,
+    "many_small_blocks": "```\nx\n" * 20000,
+    "deep_expression": "1+" * 64000 + "1",
+    "open_parentheses": "(" * 128000,
+}
+
+
+@pytest.mark.parametrize("name", sorted(HUGE_COMPLETIONS))
+def test_code_extraction_of_a_huge_completion_is_bounded(name):
+    from trl_grpo_ext.verifiers.code.verifier import extract_code, is_prose
+
+    start = time.process_time()
+    extract_code(HUGE_COMPLETIONS[name])
+    is_prose(HUGE_COMPLETIONS[name])
+    assert time.process_time() - start < 1.0  # the regular expression it replaces took 10-20 s on the first
+
+
+def test_code_extraction_finds_the_blocks_the_fence_expression_finds():
+    """Against the regular expression it replaces (an independent statement of the same rule), on random texts."""
+    import random
+    import re
+
+    from trl_grpo_ext.verifiers.code.verifier import fenced_blocks
+
+    fence = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)```", re.DOTALL)
+    pieces = ["```", "`", "\n", "python", "py ", " ", "x", "\t", "```python\n", "```\n", "-", "PY", "```py3 x\n"]
+    rng = random.Random(0)
+    for _ in range(5000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 25)))
+        assert fenced_blocks(text) == fence.findall(text), text
+        assert bool(fenced_blocks(text, first_only=True)) == bool(fence.search(text)), text

@@ -82,7 +82,13 @@ def test_bubblewrap_without_a_process_limit_is_refused(monkeypatch, fresh_detect
 
 NOBODY_PROBE = """
 from trl_grpo_ext.verifiers import get_verifier
-verifier = get_verifier("code", timeout_s=8, max_processes=16, workers=1)
+try:  # without a cgroup per candidate (none can be made as nobody here), only by name
+    get_verifier("code", timeout_s=8, max_processes=16, workers=1)
+except RuntimeError as exc:
+    assert "cgroup=False" in str(exc), exc
+else:
+    raise AssertionError("a verifier without cgroups was built without cgroup=False")
+verifier = get_verifier("code", timeout_s=8, max_processes=16, workers=1, cgroup=False)
 program = '''
 import os, time
 def forks():

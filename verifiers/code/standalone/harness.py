@@ -16,9 +16,11 @@ which alone holds the expected values and does the comparisons.
 """
 
 import builtins
+import ctypes
 import json
 import os
 import resource
+import struct
 import sys
 import traceback
 import types
@@ -45,6 +47,67 @@ def describe(exc: BaseException) -> str:
         return type(exc).__name__
 
 
+# seccomp, per architecture: (unshare, clone, clone3), then the calls denied outright: add_key, request_key, keyctl (the
+# kernel's keyrings are not namespaced: a key would outlive the candidate and reach the next one of its uid), bpf, and
+# inotify_init(1) and fanotify_init (the read-only interpreter folder shares its inodes with the judge's: a watch would
+# see which modules the hidden test imports, and other candidates at work).
+SYSCALLS = {
+    0xC000003E: ((272, 56, 435), (248, 249, 250, 321, 253, 294, 300)),  # x86_64
+    0x40000003: ((310, 120, 435), (286, 287, 288, 357, 291, 332, 338)),  # i386
+    0xC00000B7: ((97, 220, 435), (217, 218, 219, 280, 26, 262)),  # aarch64 (no inotify_init)
+}
+KEYCTL = {"x86_64": 250, "i686": 288, "aarch64": 219}  # the native keyctl, to join a session keyring before the filter
+CLONE_NEWUSER, X32_SYSCALL_BIT, KEYCTL_JOIN_SESSION_KEYRING = 0x10000000, 0x40000000, 1
+RET_ALLOW, RET_EPERM, RET_ENOSYS = 0x7FFF0000, 0x00050000 | 1, 0x00050000 | 38
+
+
+def _syscall_filter() -> bytes:
+    """A classic BPF program: unshare and clone with CLONE_NEWUSER fail with EPERM, as do the denied calls and x32
+    system calls; clone3, whose flags a filter cannot read, fails with ENOSYS (the C library then falls back to
+    clone, as under container runtimes). Everything else is allowed."""
+    load, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+    program = [(load, 0, 0, 4)]  # seccomp_data.arch
+    offset = len(SYSCALLS) + 1  # the first block follows the dispatch and its final ALLOW
+    for index, (arch, (_, denied)) in enumerate(SYSCALLS.items()):
+        program.append((jeq, offset - index - 1, 0, arch))
+        offset += 10 + len(denied)
+    program.append((ret, 0, 0, RET_ALLOW))
+    for (unshare, clone, clone3), denied in SYSCALLS.values():
+        k = len(denied)  # the block's last three instructions are at 7 + k (ALLOW), 8 + k (EPERM), 9 + k (ENOSYS)
+        program += [(load, 0, 0, 0), (jge, 6 + k, 0, X32_SYSCALL_BIT), (jeq, 6 + k, 0, clone3)]  # nr; 1; 2
+        program += [(jeq, 8 + k - (3 + i) - 1, 0, nr) for i, nr in enumerate(denied)]  # 3 .. 2 + k
+        program += [
+            (jeq, 1, 0, unshare),  # 3 + k: to 5 + k
+            (jeq, 0, 2, clone),  # 4 + k: to 5 + k, else to 7 + k
+            (load, 0, 0, 16),  # 5 + k: the low 32 bits of the first argument, the flags of unshare and clone
+            (jset, 1, 0, CLONE_NEWUSER),  # 6 + k: to 8 + k
+            (ret, 0, 0, RET_ALLOW),
+            (ret, 0, 0, RET_EPERM),
+            (ret, 0, 0, RET_ENOSYS),
+        ]
+    return b"".join(struct.pack("HBBI", *instruction) for instruction in program)
+
+
+def restrict_kernel_objects() -> None:
+    """A session keyring of its own (the one inherited from the trainer may hold its keys), then a seccomp filter: no
+    user namespace (inside one it could mount a tmpfs and reach kernel code unprivileged users otherwise cannot:
+    bubblewrap's `--disable-userns` does this for a sandbox it gives a user namespace, but as root it gives none), no
+    keys, no BPF, no inotify or fanotify. What else a candidate can create ends with its namespaces (System V IPC and
+    POSIX message queues with its IPC namespace, sockets with its network namespace, files with its /tmp) or with its
+    processes (memfd files, timers, eventfds, locks)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    keyctl = KEYCTL.get(os.uname().machine)
+    if keyctl is not None and libc.syscall(keyctl, KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
+        raise OSError(ctypes.get_errno(), "cannot join a session keyring of its own")
+    program = _syscall_filter()
+    buffer = ctypes.create_string_buffer(program)
+    fprog = struct.pack("HP", len(program) // 8, ctypes.addressof(buffer))
+    if (
+        libc.prctl(38, 1, 0, 0, 0) != 0 or libc.prctl(22, 2, ctypes.c_char_p(fprog), 0, 0) != 0
+    ):  # NO_NEW_PRIVS, SECCOMP
+        raise OSError(ctypes.get_errno(), "cannot install the seccomp filter")
+
+
 def apply_limits(limits: dict) -> None:
     """rlimits first (RLIMIT_NPROC counts per uid, so it must be set while still allowed), then the uid drop."""
     for name, (soft, hard) in limits["rlimits"].items():
@@ -54,6 +117,7 @@ def apply_limits(limits: dict) -> None:
         os.setgroups([])
         os.setgid(uid)
         os.setuid(uid)
+    restrict_kernel_objects()  # after the uid drop: the new session keyring belongs to the candidate's uid
     os.chdir(limits["workdir"])
     sys.path.extend(limits.get("path") or ())  # site-packages, with `site_packages=True`; read-only where mounted
 

@@ -28,6 +28,8 @@ from judge_formats import judge  # noqa: E402
 from judge_proxy import Session  # noqa: E402
 from protocol import MAX_MESSAGE_BYTES, LineReader, write_message  # noqa: E402
 
+MAX_TEXT, MAX_ITEMS = 1000, 20  # what a verdict may hold of the candidate's text and values
+
 
 def apply_limits(job: dict) -> None:
     """The child's own limits, as sent by the verifier: address space, and CPU seconds (SIGXCPU ends the child)."""
@@ -39,13 +41,30 @@ def apply_limits(job: dict) -> None:
         resource.setrlimit(limit, (soft, hard))
 
 
+def bounded(value, depth: int = 0):
+    """A verdict as plain data of bounded size: strings cut to MAX_TEXT characters, lists to MAX_ITEMS items (the
+    candidate's error text and values reach the verdict; the verifier reads it whole)."""
+    if type(value) is str:
+        return value[:MAX_TEXT]
+    if type(value) in (int, float, bool) or value is None:
+        return value
+    if depth > 3:
+        return "..."
+    if type(value) is list:
+        return [bounded(item, depth + 1) for item in value[:MAX_ITEMS]]
+    if type(value) is dict:
+        return {str(k)[:MAX_TEXT]: bounded(v, depth + 1) for k, v in list(value.items())[:MAX_ITEMS]}
+    return str(type(value).__name__)
+
+
 def run_job(job_fd: int, request_fd: int, reply_fd: int) -> None:
     job = LineReader(job_fd, MAX_MESSAGE_BYTES).read_message()
     if job is None:
         return
+    write_message(job_fd, {"judge_pid": os.getpid()})  # the verifier watches whether this process runs (its clock)
     signal.alarm(max(1, int(job.get("deadline_s", 60))))  # a backstop: the verifier also enforces its deadline
     apply_limits(job)
-    session = Session(request_fd, reply_fd)
+    session = Session(request_fd, reply_fd, float(job.get("candidate_budget_s", float("inf"))))
     try:
         verdict = judge(job, session)
     except (CandidateFailure, CandidateGone) as exc:
@@ -55,7 +74,7 @@ def run_job(job_fd: int, request_fd: int, reply_fd: int) -> None:
     except Exception as exc:  # the test code's exceptions are judged inside judge(): what escapes is the judge's own
         verdict = {"judge_error": describe(exc)}
     os.close(request_fd)  # end of file tells the candidate harness to exit
-    write_message(job_fd, verdict)
+    write_message(job_fd, bounded(verdict))
 
 
 def main() -> None:

@@ -101,7 +101,7 @@ def start_candidate(session: Session) -> dict:
         return {"internal": f"the sandbox could not set up the candidate's limits: {str(setup.get('error'))[:300]}"}
     ready = session.read_message()
     if ready.get("ready") is not True or type(ready.get("globals")) is not dict:
-        return {"passed": 0, "error": f"candidate_error: {ready.get('error')}"}
+        return {"passed": 0, "error": f"candidate_error: {str(ready.get('error'))[:300]}"}
     return {"globals": ready["globals"]}
 
 

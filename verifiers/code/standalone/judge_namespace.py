@@ -3,6 +3,12 @@
 Names of builtins are never bound, a name of a standard-library module is always the real module (imported here,
 in the judge), and `pytest` is the stand-in: a candidate defining `sorted`, or a `math` whose `isclose` always agrees,
 cannot rewrite what the test checks with.
+
+Everything the candidate reports is data: the names come from the test code (only names it uses are bound), and the
+kind the candidate gives a name ("callable", "value", "module:<name>") never makes the judge import anything. The only
+module imported here for a candidate name is the top-level standard module of that very name, which the test code
+itself names (`math` in `assert math.isclose(...)`); a candidate's module under another name (`import venv.__main__
+as add`) is a handle into the sandbox, like any object that is not data.
 """
 
 import ast
@@ -19,8 +25,8 @@ UNIMPORTABLE = {"antigravity", "this", "idlelib", "tkinter", "turtle", "turtlede
 
 
 def _stdlib_module(name: str):
-    top = name.partition(".")[0]
-    if top not in sys.stdlib_module_names or top in UNIMPORTABLE:
+    """The standard module `name` (top level only: a name the test uses is never dotted), or None."""
+    if name not in sys.stdlib_module_names or name in UNIMPORTABLE or name.startswith("_"):
         return None
     try:
         return importlib.import_module(name)
@@ -63,19 +69,21 @@ def bind_candidate(session: Session, kinds: dict, referenced: set, as_module: se
 
 
 def bind_name(session: Session, name: str, kind, own_function: bool = False):
-    """What the test sees for one of the candidate's names (`_UNBOUND` for a module it must not import).
-    `own_function`: a candidate callable bound as such even when its name is a standard module's."""
+    """What the test sees for one of the test's names that the candidate defines (`_UNBOUND`: nothing).
+
+    `name` comes from the test code; `kind` from the candidate, and it only chooses between a proxy and a fetched
+    value: it is never imported (see the module docstring). `own_function`: a candidate callable bound as such even
+    when its name is a standard module's (the test only calls it)."""
     if name in sys.stdlib_module_names and not own_function:
-        kind = f"module:{name}"
+        module = _stdlib_module(name)
+        return _UNBOUND if module is None else module
     if kind == "callable":
         return RemoteObject(session, {"name": name})
     if kind == "exception":  # a class of the judge's making that the candidate's exceptions of that name belong to
         return session.classes.named_class(name) or RemoteObject(session, {"name": name})
     if isinstance(kind, str) and kind.startswith("module:"):
-        module = _stdlib_module(kind.split(":", 1)[1])
-        if module is not None and name not in sys.stdlib_module_names:
-            session.touched = True  # the candidate chose what this name is: `import math as add`
-        return _UNBOUND if module is None else module
+        session.touched = True  # the candidate chose what this name is: `import math as add`
+        return RemoteObject(session, {"name": name}, "module")
     if kind == "value":
         return session.request("get", {"name": name})[1]
     return _UNBOUND

@@ -6,6 +6,7 @@ proxy cannot be compared, hashed or tested for truth: it can never stand in for 
 """
 
 import collections
+import time
 
 from formats_units import (
     CandidateClasses,
@@ -20,9 +21,13 @@ from protocol import ITERATOR, MAX_MESSAGE_BYTES, LineReader, ProtocolError, dec
 
 
 class Session:
-    """Request/reply conversation with one candidate sandbox."""
+    """Request/reply conversation with one candidate sandbox.
 
-    def __init__(self, request_fd: int, reply_fd: int):
+    The CPU time this process spends reading and decoding the candidate's replies is the candidate's doing (a reply
+    sent many times costs it one write and the judge a parse each time), and is not charged to it by the verifier's
+    clock, which leaves the judge's work alone: past `budget_s` of it, the candidate has ended its run."""
+
+    def __init__(self, request_fd: int, reply_fd: int, budget_s: float = float("inf")):
         self.request_fd = request_fd
         self.replies = LineReader(reply_fd, MAX_MESSAGE_BYTES)
         self.next_id = 0
@@ -31,13 +36,22 @@ class Session:
         self.handles: dict[int, RemoteObject] = {}
         self.classes = CandidateClasses()  # the candidate's exception classes, as the test code sees them
         self.actions = 0
+        self.budget_s = budget_s
+        self.reading_s = 0.0  # CPU time spent on the candidate's replies
+
+    def charge(self, since: float) -> None:
+        self.reading_s += time.process_time() - since
+        if self.reading_s > self.budget_s and not self.gone:
+            self.gone = f"timeout: its replies took more than {self.budget_s:g} s of the judge's CPU time to read"
 
     def read_message(self):
+        started = time.process_time()
         try:
             message = roomy(self.replies.read_message)
         except (ProtocolError, OSError, MemoryError, RecursionError) as exc:  # a reply too big for the judge
             message, self.gone = None, f"unreadable reply: {describe(exc)}"
-        if message is None:
+        self.charge(started)
+        if message is None or self.gone:
             self.gone = self.gone or "the candidate sandbox ended"
             raise CandidateGone(self.gone)
         return message
@@ -60,12 +74,15 @@ class Session:
         if not reply["ok"]:
             error, types = str(reply.get("error"))[:300], reply.get("types")
             raise candidate_raised(error, types, exit_code(reply.get("code")), self.classes)
+        started = time.process_time()
         try:
             return reply, roomy(decode, reply.get("value"), self.make_handle)
         except (ProtocolError, MemoryError, RecursionError) as exc:
             raise CandidateFailure(f"reply is not plain data: {describe(exc)}") from None
         except Exception as exc:  # anything else the decoder raises is its own bug, not the candidate's answer
             raise JudgeFault(f"decoding a reply: {describe(exc)}") from exc
+        finally:
+            self.charge(started)
 
     def make_handle(self, number: int, type_name: str):
         """One proxy per object, as the sandbox keeps one number per object: an iterator stays one stream. The sandbox
@@ -79,6 +96,7 @@ class Session:
     def call(self, target: dict, args: tuple, kwargs: dict):
         encoded_args, encoded_kwargs = roomy(encode_arguments, args, kwargs)
         reply, value = self.request("call", target, args=encoded_args, kwargs=encoded_kwargs)
+        started = time.process_time()
         try:
             apply_mutations(args, reply.get("args_after"), self.make_handle)
             after = reply.get("kwargs_after")
@@ -87,6 +105,8 @@ class Session:
                 apply_mutations(tuple(kwargs.values()), [after.get(str(name)) for name in names], self.make_handle)
         except Exception as exc:  # mirroring plain data raises nothing but by a bug of the judge's
             raise JudgeFault(f"mirroring the candidate's changes to its arguments: {describe(exc)}") from exc
+        finally:
+            self.charge(started)
         return value
 
 

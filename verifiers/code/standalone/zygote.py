@@ -5,10 +5,13 @@ capabilities it needs (setuid/setgid for the uid drop, sys_admin and net_admin f
 only. It never runs candidate code. For each message on the control socket (the harness limits, with the child's
 request, reply, stdout, status and kill descriptors) it forks, into a new PID namespace:
 
-    init        PID 1 of the new namespace: unshares mount, IPC and network namespaces, mounts a fresh tmpfs on /tmp
-                and its own /proc, brings loopback up, forks the candidate, reaps orphans, reports the candidate's
-                {"exit": status} and ends, which makes the kernel kill whatever is left in the namespace.
-    candidate   the harness (harness.serve): sets rlimits, drops to the candidate's own uid, runs the code.
+    init        PID 1 of the new namespace: joins the candidate's cgroup (through the `cgroup.procs` descriptors the
+                verifier sent with the job, closed before the candidate is forked), unshares mount, IPC, network and
+                cgroup namespaces, mounts a fresh tmpfs on /tmp and its own /proc, brings loopback up, forks the
+                candidate, reaps orphans, reports the candidate's {"exit": status} and ends, which makes the kernel
+                kill whatever is left in the namespace.
+    candidate   the harness (harness.serve): sets rlimits, drops to the candidate's own uid, joins a session
+                keyring of its own, installs its seccomp filter, runs the code.
 
 The server itself supervises every init at once: it kills one when the verifier writes to or closes its kill pipe,
 and once the kernel has emptied its namespace (init reaped), reports {"reaped": true} on its status pipe. A failure
@@ -37,6 +40,9 @@ from protocol import write_message  # noqa: E402
 WARM_MODULES = ("bisect", "collections", "functools", "heapq", "itertools", "math", "re", "string", "typing")
 
 CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWIPC, CLONE_NEWNET = 0x00020000, 0x20000000, 0x08000000, 0x40000000
+CLONE_NEWCGROUP = 0x02000000
+PIPES = 5  # request, reply, stdout, status, kill; then the descriptors that join the candidate's cgroup, if any
+MAX_CGROUP_FDS = 4  # cgroup v1: memory, pids, cpu, cpuacct
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
 SIOCSIFFLAGS, IFF_UP, IFF_LOOPBACK, IFF_RUNNING = 0x8914, 0x1, 0x8, 0x40
 LIBC = ctypes.CDLL(None, use_errno=True)
@@ -48,10 +54,17 @@ def _check(result: int, what: str) -> None:
         raise OSError(errno, f"{what}: {os.strerror(errno)}")
 
 
-def isolate(tmp_mb: int) -> None:
-    """Fresh mount, IPC and network namespaces for one candidate (PID 1 of its own PID namespace), an empty tmpfs of
-    its own on /tmp, its own /proc, and loopback up."""
-    _check(LIBC.unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET), "unshare")
+def join_cgroup(fds) -> None:
+    """Enter the candidate's cgroup (each folder's `cgroup.procs`, opened by the verifier): "0" means this process."""
+    for fd in fds:
+        os.write(fd, b"0")
+        os.close(fd)
+
+
+def isolate(tmp_mb: int, cgroup: bool) -> None:
+    """Fresh mount, IPC and network namespaces for one candidate (PID 1 of its own PID namespace), a cgroup namespace
+    rooted at its own cgroup, an empty tmpfs of its own on /tmp, its own /proc, and loopback up."""
+    _check(LIBC.unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET | (CLONE_NEWCGROUP if cgroup else 0)), "unshare")
     _check(LIBC.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "making mounts private")
     options = f"size={int(tmp_mb)}m,mode=1777".encode()
     _check(LIBC.mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, options), "mounting /tmp")
@@ -60,9 +73,10 @@ def isolate(tmp_mb: int) -> None:
         fcntl.ioctl(probe, SIOCSIFFLAGS, struct.pack("16sh22x", b"lo", IFF_UP | IFF_LOOPBACK | IFF_RUNNING))
 
 
-def init(job: dict, request_r: int, reply_w: int, stdout_w: int, status_w: int) -> None:
+def init(job: dict, request_r: int, reply_w: int, stdout_w: int, status_w: int, cgroup_fds=()) -> None:
     try:
-        isolate(job["tmp_mb"])
+        join_cgroup(cgroup_fds)
+        isolate(job["tmp_mb"], bool(cgroup_fds))
         pid = os.fork()
     except OSError as exc:
         write_message(status_w, {"error": f"the sandbox could not isolate the candidate: {exc}"})
@@ -150,15 +164,17 @@ class Server:
                 if fd in self.inits:
                     self.reap(fd)
             if self.control.fileno() in ready:
-                message, fds, _, _ = socket.recv_fds(self.control, 1 << 16, 5)
+                message, fds, _, _ = socket.recv_fds(self.control, 1 << 16, PIPES + MAX_CGROUP_FDS)
                 if not message:
                     return
-                if len(fds) == 5:
+                if len(fds) >= PIPES:
                     self.start(json.loads(message), *fds)
                 else:
                     close_all(fds)
 
-    def start(self, job: dict, request_r: int, reply_w: int, stdout_w: int, status_w: int, kill_r: int) -> None:
+    def start(
+        self, job: dict, request_r: int, reply_w: int, stdout_w: int, status_w: int, kill_r: int, *cgroup_fds
+    ) -> None:
         try:
             _check(LIBC.unshare(CLONE_NEWPID), "unshare")  # the next child is PID 1 of a new PID namespace
             try:
@@ -168,16 +184,16 @@ class Server:
                     raise SystemExit("cannot return to the server's PID namespace")  # its next child would share one
         except OSError as exc:
             write_message(status_w, {"error": f"the sandbox could not isolate the candidate: {exc}"})
-            close_all((request_r, reply_w, stdout_w, status_w, kill_r))
+            close_all((request_r, reply_w, stdout_w, status_w, kill_r, *cgroup_fds))
             return
         if pid == 0:
             try:
                 close_all([self.control.fileno(), self.own_pid_namespace, kill_r])
                 close_all(fd for pidfd, (_, status, kill) in self.inits.items() for fd in (pidfd, status, kill))
-                init(job, request_r, reply_w, stdout_w, status_w)
+                init(job, request_r, reply_w, stdout_w, status_w, cgroup_fds)
             finally:
                 os._exit(70)
-        close_all((request_r, reply_w, stdout_w))
+        close_all((request_r, reply_w, stdout_w, *cgroup_fds))
         pidfd = os.pidfd_open(pid)
         self.inits[pidfd] = (pid, status_w, kill_r)
         self.kill_pipes[kill_r] = pidfd
