@@ -1,14 +1,14 @@
 """Stock GRPO against dynamic sampling and prompt retirement on the built-in task, at the same generation budget.
 
-Every run trains the tiny model (after compare's format-only warm-up, one per seed) on the 110 single-digit sums and
-differences of the built-in task with the `math` verifier and compare's settings for it (8 completions per prompt,
+Every run trains the tiny model (after compare's format-only warm-up, one per seed) on the 88 training problems of the
+built-in task's single-digit sums and differences with the `math` verifier and compare's settings for it (8 completions per prompt,
 32 prompts per step, beta 0.04, learning rate 1e-3, one-token completions), until it has generated `--budget`
 completions, counted as the trainer counts them (`num_completions_generated`: every round, dropped groups included).
 The data set holds each problem once: retirement is tracked by dataset row, and compare's built-in set repeats every
 problem 100 times as separate rows, where no row would come back often enough to be retired.
 
-At `--evals` evenly spaced points of the budget (the first step that reaches each), the policy is evaluated on all
-110 problems by its expected reward: with one-token completions sampled at temperature 1, that is exactly the
+At `--evals` evenly spaced points of the budget (the first step that reaches each), the policy is evaluated on the
+22 held-out problems no run trains on (`arithmetic_split("held_out")`) by its expected reward: with one-token completions sampled at temperature 1, that is exactly the
 probability of the tokens the `math` verifier pays for the problem's answer (found by asking the verifier about every
 token of the vocabulary), averaged over the problems. No sampling noise, and the same measure for every variant:
 the training reward cannot be compared, since retirement samples only the problems not yet solved.
@@ -42,7 +42,7 @@ from trl_grpo_ext.compare.plan import TINY_PROMPTS_PER_STEP, TINY_SETTINGS  # no
 from trl_grpo_ext.compare.run import prepare_model  # noqa: E402
 from trl_grpo_ext.compare.stats import mean_ci, paired_difference  # noqa: E402
 from trl_grpo_ext.compare.worker import build_rewards  # noqa: E402
-from trl_grpo_ext.datasets import arithmetic_dataset, arithmetic_problems  # noqa: E402
+from trl_grpo_ext.datasets import arithmetic_dataset, arithmetic_split  # noqa: E402
 
 VARIANTS = {
     "stock": {},
@@ -104,8 +104,8 @@ class GenerationBudget(TrainerCallback):
 def train_run(variant: str, seed: int, args, output_dir: Path) -> dict:
     task = Task()
     model = prepare_model(task, output_dir, seed)
-    problems = arithmetic_problems()
-    dataset = arithmetic_dataset(repeats=1, seed=seed)
+    problems = arithmetic_split("held_out")
+    dataset = arithmetic_dataset(repeats=1, seed=seed, split="train")
     group = TINY_SETTINGS["num_generations"]
     config = GRPOExtConfig(
         **TINY_SETTINGS,
