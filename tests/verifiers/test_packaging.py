@@ -59,6 +59,13 @@ def test_wheel_contains_trl_grpo_ext_verifiers_and_no_top_level_verifiers(tmp_pa
     expected = {f"trl_grpo_ext/verifiers/{p.relative_to(folder).as_posix()}" for p in folder.rglob("*.py")}
     assert expected and expected <= shipped
     assert "trl_grpo_ext/verifiers/math/verifier.py" in shipped
+    # The trainer side too: every module of trl_grpo_ext/ (compare/ was once left out of the package list).
+    trainer_side = {
+        f"trl_grpo_ext/{p.relative_to(REPO_ROOT / 'trl_grpo_ext').as_posix()}"
+        for p in (REPO_ROOT / "trl_grpo_ext").rglob("*.py")
+    }
+    assert "trl_grpo_ext/compare/report.py" in trainer_side
+    assert trainer_side <= set(names), sorted(trainer_side - set(names))
     assert "trl_grpo_ext/verifiers/code/standalone/judge.py" in shipped
     assert not [n for n in names if n.startswith("verifiers/")]
     top_level = [n for n in names if n.endswith("top_level.txt")]
