@@ -13,7 +13,7 @@ from transformers.utils import get_json_schema
 
 from trl_grpo_ext.tools import TOOL_STATS, PythonSession, PythonToolConfig, PythonToolFailure, make_python_tool, python
 from trl_grpo_ext.tools import interpreter as interpreter_module
-from trl_grpo_ext.tools.python_tool import FAILURES, render
+from trl_grpo_ext.tools.python_tool import FAILURES, render, stateless_call
 from trl_grpo_ext.verifiers.sandbox.pool import SandboxError
 
 CONFIG = PythonToolConfig(timeout_s=6.0, cpu_s=1, session_cpu_s=20, max_output_chars=300)
@@ -265,9 +265,8 @@ def test_fails_closed_without_the_isolation(monkeypatch):
         make_python_tool(config)
     with pytest.raises(RuntimeError, match="needs bubblewrap"):
         PythonSession(config)
-    monkeypatch.setattr("trl_grpo_ext.tools.python_tool.DEFAULT_CONFIG", config)
     with pytest.raises(PythonToolFailure, match="needs bubblewrap"):
-        python("1")
+        stateless_call("1", config)  # what `python` does at its first call
 
 
 def test_weak_isolation_only_by_name():

@@ -124,7 +124,10 @@ def make_python_tool(config: PythonToolConfig | None = None):
     here, failing closed: without bubblewrap this raises unless `isolation="rlimits"` was asked for by name."""
     config = config or PythonToolConfig()
     Interpreter(config)  # makes the runtime: checks the isolation now, not at the first call
+    return _stateless_tool(config)
 
+
+def _stateless_tool(config: PythonToolConfig):
     def python(code: str) -> str:
         """Run Python code in a fresh sandboxed interpreter (standard library only, no network, no files kept).
 
@@ -139,19 +142,9 @@ def make_python_tool(config: PythonToolConfig | None = None):
     return python
 
 
-DEFAULT_CONFIG = PythonToolConfig()
-
-
-def python(code: str) -> str:
-    """Run Python code in a fresh sandboxed interpreter (standard library only, no network, no files kept).
-
-    Args:
-        code: Python source code. Print what you want to see; the value of a final expression is shown too.
-
-    Returns:
-        The printed output, then the final expression's value or the error's last line.
-    """
-    return stateless_call(code, DEFAULT_CONFIG)
+# The default settings; importing checks nothing: the isolation is checked at the first call (failing closed, with
+# PythonToolFailure). `make_python_tool()` checks it at once.
+python = _stateless_tool(PythonToolConfig())
 
 
 class PythonSession:
