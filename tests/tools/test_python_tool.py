@@ -284,3 +284,16 @@ def test_weak_isolation_only_by_name():
 def test_bad_settings_name_the_field(field, value):
     with pytest.raises(ValueError, match=f"PythonToolConfig.{field}="):
         PythonToolConfig(**{field: value})
+
+
+def test_step_metrics_from_counts():
+    from trl_grpo_ext.tools import ToolCounts
+
+    step = ToolCounts(calls=7, machinery_errors=1, seconds=3.5) - ToolCounts(calls=1, machinery_errors=0, seconds=0.5)
+    assert step.step_metrics(completions=4) == {
+        "tools/python/calls_per_completion": 1.5,
+        "tools/python/errors": 1.0,
+        "tools/python/time_s": 3.0,
+        "tools/python/time_per_call_s": 0.5,
+    }
+    assert ToolCounts().step_metrics(completions=0)["tools/python/time_per_call_s"] == 0.0

@@ -19,6 +19,7 @@ from .metrics import TOOL_STATS
 logger = logging.getLogger("trl_grpo_ext.tools")
 
 TOOL_ERROR_PREFIX = "PythonToolError: "
+IS_PYTHON_TOOL = "_trl_grpo_ext_python_tool"  # marks the stateless functions, for the trainer's metrics
 
 
 class PythonToolFailure(BaseException):
@@ -139,6 +140,7 @@ def _stateless_tool(config: PythonToolConfig):
         """
         return stateless_call(code, config)
 
+    setattr(python, IS_PYTHON_TOOL, True)
     return python
 
 
