@@ -162,6 +162,40 @@ def test_no_network(session):
     assert text.startswith("OSError") and "unreachable" in text
 
 
+def test_secret_environment_is_not_inherited(monkeypatch):
+    monkeypatch.setenv("TRL_TOOL_TEST_SECRET", "hunter2")
+    s = PythonSession(CONFIG)
+    code = textwrap.dedent(
+        """
+        import os
+        found = []
+        for pid in [p for p in os.listdir('/proc') if p.isdigit()]:
+            try: found.append(open(f'/proc/{pid}/environ', 'rb').read())
+            except OSError: pass
+        sorted(os.environ), any(b'hunter2' in e for e in found)
+        """
+    )
+    text = s.python(code)
+    s._end_session()
+    names, leaked = eval(text)
+    assert "TRL_TOOL_TEST_SECRET" not in names and leaked is False
+
+
+def test_a_listening_port_does_not_reach_the_host(session):
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    text = session.python(
+        f"import socket\ns = socket.socket(); s.bind(('127.0.0.1', {port})); s.listen(); 'listening'"
+    )
+    assert text == "'listening'"
+    with socket.socket() as client, pytest.raises(OSError):
+        client.settimeout(2)
+        client.connect(("127.0.0.1", port))
+
+
 def test_cpu_limit_per_call_keeps_the_session(session):
     session.python("kept = 'yes'")
     assert session.python("while True: pass") == "TimeoutError: the call used up its CPU time"

@@ -185,5 +185,8 @@ class PythonSession:
 
     def __del__(self):
         interpreter = getattr(self, "_interpreter", None)
-        if interpreter is not None:
-            interpreter.close()
+        try:
+            if interpreter is not None:
+                interpreter.close()
+        except Exception:  # at interpreter shutdown the sandbox machinery may be gone; its fork server ends anyway
+            pass
