@@ -331,3 +331,9 @@ def test_step_metrics_from_counts():
         "tools/python/time_per_call_s": 0.5,
     }
     assert ToolCounts().step_metrics(completions=0)["tools/python/time_per_call_s"] == 0.0
+
+
+def test_long_code_is_sent_in_pieces(session):
+    literal = "ab" * 200_000  # 400 kB: many times the pipe's buffer
+    assert session.python(f"x = {literal!r}\nlen(x)") == "400000"
+    assert session.python("x[:4]") == "'abab'"

@@ -13,12 +13,13 @@ code at work, reported to the model, and the next call starts a fresh session.
 
 from __future__ import annotations
 
+import os
 import select
 import threading
 import time
 from pathlib import Path
 
-from ..verifiers.code.standalone.protocol import LineReader, ProtocolError, decode, encode
+from ..verifiers.code.standalone.protocol import LineReader, ProtocolError, decode, dumps, encode
 from ..verifiers.sandbox.isolation import Isolation, detect_isolation
 from ..verifiers.sandbox.pool import SandboxError, SandboxPool
 from ..verifiers.sandbox.process import START_TIMEOUT_S, SandboxProcess
@@ -81,11 +82,24 @@ class Interpreter:
             self.next_id += 1
             request = {"id": self.next_id, "op": "call", "target": {"name": "run_cell"}, "kwargs": {}}
             request["args"] = [encode(code), self.config.cpu_s, self.config.max_output_chars]
+            deadline = time.monotonic() + self.config.timeout_s
             try:
-                self.sandbox.send(request)
+                if not self._send(dumps(request), deadline):
+                    return self._end(f"the interpreter did not take the code within {self.config.timeout_s:g} s")
             except OSError:
                 return self._end("the interpreter had ended")
-            return self._reply(self.next_id)
+            return self._reply(self.next_id, deadline)
+
+    def _send(self, data: bytes, deadline: float) -> bool:
+        """Write the request by pieces no larger than the pipe's atomic size, each once the pipe has room, so that
+        an interpreter that stopped reading (the model's code can make it) cannot block the trainer. False at the
+        deadline."""
+        fd = self.sandbox.request_w
+        while data:
+            if not select.select([], [fd], [], max(0.0, deadline - time.monotonic()))[1]:
+                return False
+            data = data[os.write(fd, data[: select.PIPE_BUF]) :]
+        return True
 
     def _start(self) -> None:
         try:
@@ -120,8 +134,7 @@ class Interpreter:
             return None
         return reader.read_message()
 
-    def _reply(self, request_id: int) -> dict:
-        deadline = time.monotonic() + self.config.timeout_s
+    def _reply(self, request_id: int, deadline: float) -> dict:
         try:
             reply = self._read(self.sandbox, self.reader, deadline)
         except (OSError, ProtocolError) as exc:

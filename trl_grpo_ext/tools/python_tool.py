@@ -92,6 +92,7 @@ def call(interpreter: Interpreter, code, config: PythonToolConfig) -> str:
     except Exception as exc:  # a bug of the tool itself: counted, shown as a tool error, never raised into TRL
         failed, why = True, f"{type(exc).__name__}: {exc}"
         logger.exception("python tool: unexpected failure")
+        interpreter.close()  # its state is unknown: the next call starts afresh
         text = f"{TOOL_ERROR_PREFIX}the tool failed to run the code (not the code's fault): {type(exc).__name__}"
     TOOL_STATS.record(time.monotonic() - start, machinery_error=failed)
     FAILURES.record(failed, config.max_failed_calls, why)
