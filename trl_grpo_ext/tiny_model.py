@@ -14,12 +14,38 @@ from pathlib import Path
 SPECIAL_TOKENS = ["<|pad|>", "<|bos|>", "<|eos|>", "<|im_start|>", "<|im_end|>", "<|unk|>"]
 CHARACTERS = list(string.printable.replace("\x0b", "").replace("\x0c", ""))
 
+# ChatML. With tools, a system line names them (the tiny model's context is short: no JSON schemas), an assistant's
+# tool calls follow its content as `<tool_call>\n{"name": ..., "arguments": {...}}\n</tool_call>` (the Hermes/Qwen
+# format), and tool results are messages of role `tool`. A conversation without tools renders exactly as before.
 CHAT_TEMPLATE = (
+    "{% if tools %}"
+    "{{ '<|im_start|>system\nTools: ' + (tools | map(attribute='function.name') | join(', ')) + '<|im_end|>\n' }}"
+    "{% endif %}"
     "{% for message in messages %}"
-    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + (message['content'] or '') }}"
+    "{% for call in message.tool_calls or [] %}"
+    "{{ '<tool_call>\n' + ({'name': call.function.name, 'arguments': call.function.arguments} | tojson) }}"
+    "{{ '\n</tool_call>' }}"
+    "{% endfor %}"
+    "{{ '<|im_end|>' + '\n' }}"
     "{% endfor %}"
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
+# How `tokenizer.parse_response` (transformers >= 5.13) reads a completion back into content and tool calls.
+RESPONSE_TEMPLATE = {
+    "defaults": {"role": "assistant"},
+    "start_anchor": "<|im_start|>assistant\n",
+    "fields": {
+        "tool_calls": {
+            "open": "<tool_call>",
+            "close_pattern": r"</tool_call>\s*",
+            "repeats": True,
+            "content": "json",
+            "transform": {"type": "function", "function": "{content}"},
+        },
+        "content": {"close_pattern": r"<\|im_end\|>\s*", "content": "text"},
+    },
+}
 
 DEFAULT_CACHE = Path(
     os.environ.get("TRL_GRPO_EXT_CACHE")
@@ -48,6 +74,15 @@ def build_tokenizer():
     )
     tokenizer.chat_template = CHAT_TEMPLATE
     tokenizer.padding_side = "left"
+    return tokenizer
+
+
+def enable_tool_calls(tokenizer):
+    """Let TRL train the tiny model with tools: the tool-calling chat template and the response template that parses
+    tool calls out of completions. Separate from `build_tokenizer` because TRL decodes every conversational completion
+    with `parse_response` once a response template is set, which runs without tools would not want changed."""
+    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.response_template = RESPONSE_TEMPLATE
     return tokenizer
 
 

@@ -41,6 +41,8 @@ from .evaluation.core import grouped_figures
 from .kl import kl_divergence
 from .prompt_rounds import PromptStreamRounds
 from .reward_overlap import RewardOverlap, can_overlap
+from .tools.metrics import TOOL_STATS
+from .tools.training import end_sessions, log_tool_step, uses_python_tool
 
 logger = logging.getLogger(__name__)
 
@@ -170,7 +172,11 @@ class GRPOExtTrainer(PromptStreamRounds):
             overlap.close()
 
     def _generate(self, prompts):
+        tool_counts = TOOL_STATS.snapshot()
         generated = super()._generate(prompts)
+        if uses_python_tool(self.tools):  # the tool loop ran inside stock's _generate
+            log_tool_step(self, TOOL_STATS.snapshot() - tool_counts, len(prompts))
+            end_sessions(self)
         if self._reward_overlap is not None:  # stock decoded the completions: start verifying them now
             _, completion_ids, _, completions, _, extra_fields, _, _ = generated
             self._reward_overlap.submit(prompts, completions, completion_ids, extra_fields)

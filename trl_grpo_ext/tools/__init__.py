@@ -1,0 +1,25 @@
+"""Tools for tool-integrated GRPO: a sandboxed Python interpreter, as TRL 1.16's `tools=` and `environment_factory=`.
+
+    from trl_grpo_ext.tools import PythonSession, python
+    GRPOTrainer(..., tools=[python])                         # stateless: each call a fresh interpreter
+    GRPOTrainer(..., environment_factory=PythonSession)      # one interpreter per rollout, variables persist
+
+Each call runs in the code verifier's sandbox (docs/tools.md). Why here and not under `verifiers/`: a tool is not a
+verifier (it returns text to the policy, not a score) and it is TRL-facing like the trainer; it reuses
+`verifiers/sandbox/` as it is, and the code that runs inside the sandbox (`cell.py`) goes through the harness's
+existing `functions` mode, so no sandbox file changes.
+"""
+
+from .config import PythonToolConfig
+from .metrics import TOOL_STATS, ToolCounts
+from .python_tool import PythonSession, PythonToolFailure, make_python_tool, python
+
+__all__ = [
+    "PythonSession",
+    "PythonToolConfig",
+    "PythonToolFailure",
+    "TOOL_STATS",
+    "ToolCounts",
+    "make_python_tool",
+    "python",
+]
