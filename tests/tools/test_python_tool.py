@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -206,6 +207,29 @@ def test_memory_limit_keeps_the_session(session):
     session.python("kept = 'yes'")
     assert session.python("x = bytearray(64 << 30)") == "MemoryError"
     assert session.python("kept") == "'yes'"
+
+
+# Memory held outside any one process's address space (memfd files, children each under the limit): the
+# interpreter's cgroup bounds it as a whole, so the call never gets to say "held" (sandbox/cgroups.py).
+MEMORY_HOLDERS = {
+    "memfds": "import os\nfds = [os.memfd_create(f'h{i}') for i in range(70)]\n"
+    "for fd in fds: os.write(fd, b'm' * (15 << 20))\nprint('held')",
+    "children": "import os, time\nr, w = os.pipe()\nfor _ in range(5):\n    if os.fork() == 0:\n"
+    "        hold = b'c' * (250 << 20)\n        os.write(w, b'.')\n        time.sleep(60)\n"
+    "got = b''\nwhile len(got) < 5: got += os.read(r, 5)\nprint('held')",
+}
+
+
+@pytest.mark.parametrize("attack", sorted(MEMORY_HOLDERS))
+def test_memory_is_bounded_per_interpreter_as_a_whole(attack):
+    session = PythonSession(dataclasses.replace(CONFIG, memory_mb=256))  # each attack holds about 1 GiB
+    session.reset()
+    try:
+        text = session.python(MEMORY_HOLDERS[attack])
+        assert "held" not in text, text
+        assert session.python("1 + 1") == "2"  # the tool still answers (a fresh interpreter if it was killed)
+    finally:
+        session._end_session()
 
 
 def test_wall_clock_deadline_restarts_the_session(session):

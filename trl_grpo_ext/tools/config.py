@@ -14,6 +14,8 @@ class PythonToolConfig:
 
     isolation: "auto"/"bwrap" (bubblewrap, or refuse to start) or "rlimits" (weak isolation, only by name), as the
         code verifier's `isolation`.
+    cgroup: True (a cgroup per interpreter bounds its memory, /tmp included, and its processes as a whole, or refuse
+        to start), or False, by name, for per-process rlimits only: as the code verifier's `cgroup`.
     timeout_s: wall clock per call, kept by the host; a call past it is stopped and its session restarted.
     cpu_s: CPU seconds per call (soft RLIMIT_CPU: the cell gets a TimeoutError, the session survives).
     session_cpu_s: CPU seconds of one session in all (hard RLIMIT_CPU: the interpreter is killed, the session restarted).
@@ -25,6 +27,7 @@ class PythonToolConfig:
     """
 
     isolation: str = "auto"
+    cgroup: bool = True
     timeout_s: float = 10.0
     cpu_s: int = 5
     session_cpu_s: int = 60
@@ -42,6 +45,11 @@ class PythonToolConfig:
             raise ValueError(
                 f"PythonToolConfig.isolation={self.isolation!r} is not supported. Valid choices: "
                 f"{', '.join(ISOLATION_CHOICES)} ('rlimits' is weak isolation, accepted only by name)."
+            )
+        if not isinstance(self.cgroup, bool):
+            raise ValueError(
+                f"PythonToolConfig.cgroup={self.cgroup!r} must be True (a cgroup per interpreter; the default) or "
+                "False (per-process rlimits only, asked for by name)."
             )
         if not (isinstance(self.timeout_s, int | float) and self.timeout_s > 0):
             raise ValueError(f"PythonToolConfig.timeout_s={self.timeout_s!r} must be a positive number of seconds.")
@@ -63,6 +71,6 @@ class PythonToolConfig:
 
     def limits(self) -> Limits:
         return Limits(
-            wall_s=float(self.timeout_s), cpu_s=self.session_cpu_s, memory_mb=self.memory_mb,
+            time_s=float(self.timeout_s), cpu_s=self.session_cpu_s, memory_mb=self.memory_mb,
             processes=self.processes, file_mb=self.file_mb, tmp_mb=self.tmp_mb, open_files=self.open_files,
         )  # fmt: skip

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from ..verifiers.code.standalone.protocol import LineReader, ProtocolError, decode, dumps, encode
+from ..verifiers.sandbox.cgroups import candidate_cgroups
 from ..verifiers.sandbox.isolation import Isolation, detect_isolation
 from ..verifiers.sandbox.pool import SandboxError, SandboxPool
 from ..verifiers.sandbox.process import START_TIMEOUT_S, SandboxProcess
@@ -41,12 +42,13 @@ class Runtime:
         self.config = config
         try:
             self.isolation: Isolation = detect_isolation(config.isolation)
+            self.cgroups = candidate_cgroups(config.cgroup)
         except RuntimeError as exc:  # the verifier's wording, with the tool's name
             raise RuntimeError(f"python tool: {exc}".replace("code verifier: ", "")) from exc
-        self.pool = SandboxPool(self.isolation, config.limits(), config.warm)
+        self.pool = SandboxPool(self.isolation, config.limits(), config.warm, cgroups=self.cgroups)
 
     def close(self) -> None:
-        self.pool.close()
+        self.pool.close()  # empties this pool's groups; the tree is the process's, shared with the code verifier
 
 
 _RUNTIMES: dict[PythonToolConfig, Runtime] = {}
