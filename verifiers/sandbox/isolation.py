@@ -153,34 +153,28 @@ def bwrap_command(
     cmd = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
     cmd += ["--unshare-cgroup-try"] if cgroup_namespace else []
     cmd += ["--die-with-parent"] if die_with_parent else []
-    cmd += ["--new-session", "--ro-bind", "/usr", "/usr"]
+    # The private /tmp first: an interpreter or packages that live under the host's /tmp (a virtualenv made there)
+    # are bound on top of it below, instead of being hidden by it.
+    cmd += ["--new-session", "--proc", "/proc", "--dev", "/dev"]
+    cmd += ["--size", str(tmp_mb << 20), "--tmpfs", "/tmp", "--chmod", "1777", "/tmp"]
+    cmd += ["--ro-bind", "/usr", "/usr"]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(top):
             cmd += ["--symlink", os.readlink(top), top]
         elif os.path.isdir(top):
             cmd += ["--ro-bind", top, top]
-    if not prefix.startswith("/usr/"):
-        cmd += _open_parents(prefix) + ["--ro-bind", prefix, prefix]
-    for folder in hidden_package_folders(("/usr", prefix) if not prefix.startswith("/usr/") else ("/usr",)):
+    # A virtualenv's python is a link to the base interpreter: the link's own tree is bound too, where it runs from.
+    trees = [tree for tree in dict.fromkeys([prefix, str(Path(python).absolute().parent.parent)]) if tree != "/usr"]
+    trees = [tree for tree in trees if not tree.startswith("/usr/")]
+    for tree in trees:
+        cmd += _open_parents(tree) + ["--ro-bind", tree, tree]
+    for folder in hidden_package_folders(("/usr", *trees)):
         cmd += ["--size", "4096", "--tmpfs", folder, "--remount-ro", folder]
     for path, inside in zip(site_packages, candidate_site_packages("bwrap", site_packages)):
         cmd += _open_parents(inside) + ["--ro-bind", path, inside]
     cmd += _open_parents(f"{INSIDE_DIR}/x")
     for name, fd in zip(SANDBOX_FILES, files or ()):
         cmd += ["--perms", "0644", "--ro-bind-data", str(fd), f"{INSIDE_DIR}/{name}"]
-    cmd += [
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--size",
-        str(tmp_mb << 20),
-        "--tmpfs",
-        "/tmp",
-        "--chmod",
-        "1777",
-        "/tmp",
-    ]
     cmd += ["--clearenv", "--chdir", "/tmp"]
     for key, value in sandbox_env("/tmp").items():
         cmd += ["--setenv", key, value]
