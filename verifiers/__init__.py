@@ -6,7 +6,7 @@ Installed as `trl_grpo_ext.verifiers` (never as a top-level `verifiers`). Import
 from .code.verifier import CodeVerifier
 from .core.contract import VerificationResult, Verifier
 from .core.registry import get_verifier, list_verifiers, register_verifier
-from .core.reward import as_reward_function
+from .core.reward import VerifierReward, as_reward_function
 from .math.verifier import MathVerifier
 
 __all__ = [
@@ -14,6 +14,7 @@ __all__ = [
     "MathVerifier",
     "VerificationResult",
     "Verifier",
+    "VerifierReward",
     "as_reward_function",
     "get_verifier",
     "list_verifiers",

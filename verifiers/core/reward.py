@@ -14,13 +14,15 @@ reference, so that a verifier bug shows within the first steps instead of readin
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import logging
 import math
 import numbers
 import threading
+import weakref
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from .contract import VerificationResult, internal_error, is_missing
@@ -101,7 +103,7 @@ def _reason_shares(results: list[VerificationResult]) -> dict[str, float]:
 
 def as_reward_function(
     name: str, reference_column: str = "answer", max_failed_batches: int = 3, **verifier_options: Any
-) -> Callable[..., list[float | None]]:
+) -> VerifierReward:
     """A TRL reward function `(prompts, completions, **columns) -> list[float | None]` backed by verifier `name`.
 
     The function is named `<name>_reward` (TRL names its metrics `rewards/<function name>/...`). It reads the
@@ -124,52 +126,86 @@ def as_reward_function(
     `reward.collect(pending, **call)` waits for it and returns what `reward(**call)` returns, with the same logging
     and the same failure count (`reward(**call)` is `collect(submit(**call), **call)`, verified on the caller's
     thread). `GRPOExtTrainer` uses them to verify while its log-prob forwards run (`overlap_rewards`).
+
+    The reward function is a `VerifierReward`: it pickles as its verifier's name and options (see there), so it can
+    be handed to a spawned process, such as the rollout process of TRL's AsyncGRPOTrainer.
     """
-    if not isinstance(reference_column, str) or not reference_column:
-        raise ValueError(f"reference_column must be a non-empty column name, got {reference_column!r}.")
-    if isinstance(max_failed_batches, bool) or not isinstance(max_failed_batches, int) or max_failed_batches < 1:
-        raise ValueError(
-            f"max_failed_batches={max_failed_batches!r} must be an integer >= 1: the number of batches in a row in "
-            "which the verifier may fail on every item before the reward function raises."
-        )
-    verifier = get_verifier(name, **verifier_options)
-    watch = _FailureWatch(name, max_failed_batches)
+    return VerifierReward(name, reference_column, max_failed_batches, **verifier_options)
 
-    def prepare(prompts: Sequence[Any] | None = None, completions: Sequence[Any] = (), **columns: Any):
-        """The batch's completions and references, checked, as a `PendingReward` that has not started."""
-        if reference_column not in columns:
-            ignored = ("trainer_state", "completion_ids", "environments", "log_metric", "log_extra")
-            available = sorted(k for k in columns if k not in ignored)
-            raise KeyError(
-                f"reward function {reward.__name__!r} needs the dataset column {reference_column!r} "
-                f"(reference_column); the batch has columns {available}."
-            )
-        completions, references = list(completions), list(columns[reference_column])
-        if len(completions) != len(references):
+
+class VerifierReward:
+    """The reward function `as_reward_function` returns: a callable object rather than a closure, so that it pickles.
+
+    It pickles as what it was built from (the verifier's name and options, `reference_column`, `max_failed_batches`),
+    never as live worker pools, threads or locks: unpickled in another process, it builds the same verifier there,
+    whose workers start on first use in that process. Whatever process holds it, its verifier is closed when that
+    process exits (an `atexit` hook that holds it weakly), so no worker outlives the process that started it.
+    The count of failed batches starts again from zero in each process.
+
+    Calls may come from many threads at once (each call verifies its own batch; the failure count is shared).
+    """
+
+    def __init__(
+        self, name: str, reference_column: str = "answer", max_failed_batches: int = 3, **verifier_options: Any
+    ):
+        if not isinstance(reference_column, str) or not reference_column:
+            raise ValueError(f"reference_column must be a non-empty column name, got {reference_column!r}.")
+        if isinstance(max_failed_batches, bool) or not isinstance(max_failed_batches, int) or max_failed_batches < 1:
             raise ValueError(
-                f"reward function {reward.__name__!r} got {len(completions)} completions and {len(references)} "
-                f"values in column {reference_column!r}; pass one reference per completion."
+                f"max_failed_batches={max_failed_batches!r} must be an integer >= 1: the number of batches in a row in "
+                "which the verifier may fail on every item before the reward function raises."
             )
-        return PendingReward(verifier, completions, references)
+        self.name, self.reference_column = name, reference_column
+        self.max_failed_batches, self.verifier_options = max_failed_batches, dict(verifier_options)
+        # TRL names a callable object by its `__name__` (trl.trainer.utils.get_callable_name).
+        self.__name__ = self.__qualname__ = f"{name}_reward"
+        self.verifier = get_verifier(name, **verifier_options)
+        self._watch = _FailureWatch(name, max_failed_batches)
+        atexit.register(_close_if_alive, weakref.ref(self.verifier))
 
-    def submit(prompts: Sequence[Any] | None = None, completions: Sequence[Any] = (), **columns: Any):
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "reference_column": self.reference_column,
+            "max_failed_batches": self.max_failed_batches,
+            "verifier_options": self.verifier_options,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(
+            state["name"], state["reference_column"], state["max_failed_batches"], **state["verifier_options"]
+        )
+
+    def __repr__(self) -> str:
+        options = "".join(f", {key}={value!r}" for key, value in self.verifier_options.items())
+        return (
+            f"{type(self).__name__}({self.name!r}, reference_column={self.reference_column!r}, "
+            f"max_failed_batches={self.max_failed_batches}{options})"
+        )
+
+    def __call__(self, prompts: Sequence[Any] | None = None, completions: Sequence[Any] = (), **columns: Any):
+        # collect(submit(...)) without the thread: a serial call verifies on the caller's thread.
+        return self.collect(self._prepare(prompts, completions, **columns), **columns)
+
+    def submit(self, prompts: Sequence[Any] | None = None, completions: Sequence[Any] = (), **columns: Any):
         """Start verifying the batch on a thread of its own and return at once; `collect` gives the rewards."""
-        pending = prepare(prompts, completions, **columns)
+        pending = self._prepare(prompts, completions, **columns)
         pending.start()
         return pending
 
-    def collect(pending: PendingReward, **call: Any) -> list[float | None]:
+    def collect(self, pending: PendingReward, **call: Any) -> list[float | None]:
         """The rewards of a submitted batch, logged through the call's `log_metric` / `log_extra`.
 
         `call` is what the trainer passes to the reward function; when its completions or references are not those
         submitted, the submitted work is dropped and the call's batch is verified now, so the rewards are always
         those of the call.
         """
+        name = self.name
         log_metric = call.pop("log_metric", None)
         log_extra = call.pop("log_extra", None)
-        if "completions" in call and not pending.made_from(call["completions"], call.get(reference_column)):
+        if "completions" in call and not pending.made_from(call["completions"], call.get(self.reference_column)):
             pending.cancel()
-            pending = prepare(**call)
+            pending = self._prepare(**call)
         results, asked = pending.wait()
         _warn_internal_errors(name, results)
         _warn_check_errors(name, results, pending.references)
@@ -179,18 +215,36 @@ def as_reward_function(
         if log_extra is not None:
             log_extra(f"{name}_extracted", [r.extracted if r.extracted is not None else "" for r in results])
             log_extra(f"{name}_reason", [r.reason for r in results])
-        watch.record(asked)
+        self._watch.record(asked)
         return [r.score for r in results]
 
-    def reward(prompts: Sequence[Any] | None = None, completions: Sequence[Any] = (), **columns: Any):
-        # collect(submit(...)) without the thread: a serial call verifies on the caller's thread.
-        return collect(prepare(prompts, completions, **columns), **columns)
+    def _prepare(self, prompts: Sequence[Any] | None = None, completions: Sequence[Any] = (), **columns: Any):
+        """The batch's completions and references, checked, as a `PendingReward` that has not started."""
+        reference_column = self.reference_column
+        if reference_column not in columns:
+            ignored = ("trainer_state", "completion_ids", "environments", "log_metric", "log_extra")
+            available = sorted(k for k in columns if k not in ignored)
+            raise KeyError(
+                f"reward function {self.__name__!r} needs the dataset column {reference_column!r} "
+                f"(reference_column); the batch has columns {available}."
+            )
+        completions, references = list(completions), list(columns[reference_column])
+        if len(completions) != len(references):
+            raise ValueError(
+                f"reward function {self.__name__!r} got {len(completions)} completions and {len(references)} "
+                f"values in column {reference_column!r}; pass one reference per completion."
+            )
+        return PendingReward(self.verifier, completions, references)
 
-    reward.__name__ = reward.__qualname__ = f"{name}_reward"
-    reward.verifier = verifier  # type: ignore[attr-defined]
-    reward.submit = submit  # type: ignore[attr-defined]
-    reward.collect = collect  # type: ignore[attr-defined]
-    return reward
+
+def _close_if_alive(verifier_ref: weakref.ref) -> None:
+    """At exit: stop the worker processes of a reward function's verifier, if it is still alive."""
+    verifier = verifier_ref()
+    if verifier is not None:
+        try:
+            verifier.close()
+        except Exception:  # the process is ending: a failure to close must not hide its exit status
+            logger.debug("closing verifier %r at exit failed", getattr(verifier, "name", "?"), exc_info=True)
 
 
 class PendingReward:
