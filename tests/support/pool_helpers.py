@@ -79,3 +79,9 @@ def compare_raising_recursion_error(*_args) -> None:
 
 def compare_raising_memory_error(*_args) -> None:
     raise MemoryError()
+
+
+def sleep_then_time(seconds: float) -> float:
+    """Sleep (using no CPU), then return the wall-clock time at which the item ended."""
+    time.sleep(seconds)
+    return time.time()

@@ -232,9 +232,15 @@ class CodeVerifier(Verifier):
     def verify_batch(self, completions: Sequence[str], references: Sequence[Any]) -> list[VerificationResult]:
         if len(completions) != len(references):
             return super().verify_batch(completions, references)  # raises the contract's error
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="code-verifier")
-        return list(self._executor.map(self.verify, completions, references))
+        return list(self._batch_executor().map(self.verify, completions, references))
+
+    def _batch_executor(self) -> ThreadPoolExecutor:
+        """The threads that verify a batch's items, shared by concurrent calls (created once, under the lock: two
+        first calls at once must not each start one)."""
+        with self._start_lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(self.workers, thread_name_prefix="code-verifier")
+            return self._executor
 
     def close(self) -> None:
         if self._executor is not None:

@@ -30,7 +30,9 @@ in every worker, and code run from stdin cannot start workers at all). `initiali
 import sympy), so items do not pay for it; an item's deadline starts when it is handed to a ready worker.
 
 Thread safety: idle workers sit in a queue; a caller takes workers from it, so concurrent callers share the pool
-fairly and never use the same worker at once. POSIX only (the pipes are passed as inherited file descriptors).
+fairly and never use the same worker at once. A caller whose items wait for a worker looks at the queue every
+`WAITING_POLL_S` as well, so a worker another caller releases serves them at once, even while this caller's own
+running items are slow. POSIX only (the pipes are passed as inherited file descriptors).
 """
 
 from __future__ import annotations
@@ -58,6 +60,9 @@ STARTUP_TIMEOUT_S = 120.0
 WALL_LIMIT_FACTOR = 10.0
 # Shortest pause between two reads of a running worker's CPU time (the kernel counts it in 10 ms ticks).
 MIN_POLL_S = 0.02
+# How often a caller with items waiting for a worker looks for one that another caller has released (a release
+# wakes only the caller whose item ended).
+WAITING_POLL_S = 0.05
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _HAS_PROC = os.path.exists(f"/proc/{os.getpid()}/stat")
@@ -426,8 +431,11 @@ class DeadlinePool:
     def _collect(self, batch: _Batch) -> None:
         """Wait for a reply or for the next look at a worker's CPU time, whichever comes first."""
         next_check = min(item.check_at for item in batch.running.values())
+        timeout = max(0.0, next_check - time.monotonic())
+        if batch.pending:  # a worker another caller releases must not sit idle while this caller's items wait
+            timeout = min(timeout, WAITING_POLL_S)
         try:
-            ready = wait(list(batch.running), timeout=max(0.0, next_check - time.monotonic()))
+            ready = wait(list(batch.running), timeout=timeout)
         except OSError:  # close() in another thread closed a pipe of this batch
             if not self._closed:
                 raise

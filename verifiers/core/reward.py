@@ -14,6 +14,7 @@ reference, so that a verifier bug shows within the first steps instead of readin
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import dataclasses
 import logging
@@ -186,6 +187,13 @@ class VerifierReward:
     def __call__(self, prompts: Sequence[Any] | None = None, completions: Sequence[Any] = (), **columns: Any):
         # collect(submit(...)) without the thread: a serial call verifies on the caller's thread.
         return self.collect(self._prepare(prompts, completions, **columns), **columns)
+
+    async def acall(self, prompts: Sequence[Any] | None = None, completions: Sequence[Any] = (), **columns: Any):
+        """`reward(...)` for asyncio code: verifies on a thread, so the event loop keeps running meanwhile.
+
+        TRL's loops (AsyncGRPOTrainer's rollout process, GRPOTrainer) call the reward function itself, on a thread
+        of theirs (`asyncio.to_thread`), which is the same; this is for loops of one's own."""
+        return await asyncio.to_thread(self, prompts, completions, **columns)
 
     def submit(self, prompts: Sequence[Any] | None = None, completions: Sequence[Any] = (), **columns: Any):
         """Start verifying the batch on a thread of its own and return at once; `collect` gives the rewards."""

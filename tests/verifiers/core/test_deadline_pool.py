@@ -10,7 +10,7 @@ import threading
 import time
 
 import pytest
-from pool_helpers import burn_cpu
+from pool_helpers import burn_cpu, sleep_then_time
 
 from trl_grpo_ext.verifiers.core.deadline_pool import DeadlinePool
 
@@ -302,3 +302,15 @@ def test_a_replacement_still_starting_does_not_delay_the_deadlines_of_running_it
     a, b, c, d = outcomes
     assert (a.status, b.status, c.status, d.status) == ("stalled", "ok", "stalled", "ok")
     assert c.elapsed_s < wall_limit_s + 1.0  # not the limit + the 3 s start of A's replacement
+
+
+def test_a_worker_another_caller_releases_serves_waiting_items_at_once(pool):
+    """A caller whose running items are all slow still hands its waiting items to a worker that another caller frees
+    meanwhile, instead of waiting for its own items to end: one call's slow item delays no other call's items
+    beyond what the pool's capacity takes."""
+    other = threading.Thread(target=pool.map, args=(sleep_then_time, [(1.0,)]), kwargs={"timeout_s": 30})
+    other.start()  # holds one of the two workers for 1 s
+    time.sleep(0.3)
+    slow_end, *fast_ends = [o.value for o in pool.map(sleep_then_time, [(6.0,), (0,), (0,), (0,)], timeout_s=30)]
+    other.join(60)
+    assert max(fast_ends) < slow_end - 3.0  # without the fix, they ran once the 6 s item had ended
