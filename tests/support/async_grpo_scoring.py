@@ -23,6 +23,7 @@ from typing import Any
 from unittest import mock
 
 from accelerate.state import PartialState
+from process_tree import descendants
 from trl.experimental.async_grpo import async_rollout_worker as trl_rollout
 
 
@@ -32,37 +33,6 @@ class ProcessReport:
 
     pid: int
     descendants: list[tuple[int, int]]
-
-
-def start_time(pid: int) -> int | None:
-    """When process `pid` started (clock ticks since boot), None if it is gone or a zombie: with the pid, it names one
-    process even if the pid is reused later."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            fields = f.read().rsplit(b")", 1)[1].split()
-    except OSError:
-        return None
-    return None if fields[0] == b"Z" else int(fields[19])
-
-
-def descendants(pid: int) -> list[tuple[int, int]]:
-    """Every live process below `pid` in the process tree, as (pid, start time)."""
-    parents = {}
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                parents[int(entry)] = int(f.read().rsplit(b")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-    found, todo = [], [pid]
-    while todo:
-        parent = todo.pop()
-        for child in (p for p, pp in parents.items() if pp == parent):
-            todo.append(child)
-            started = start_time(child)
-            if started is not None:
-                found.append((child, started))
-    return found
 
 
 def scripted_group(group_id: int, row: dict[str, Any], completions: list[str]) -> trl_rollout.RolloutGroup:

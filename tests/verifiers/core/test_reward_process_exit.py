@@ -1,0 +1,56 @@
+"""Reward functions handed to a spawned process start their worker processes and sandboxes there, and stop them when
+that process ends: at its exit when it ends normally; by the end of their pipes when it is killed."""
+
+import multiprocessing
+import time
+
+import pytest
+from code_verifier_helpers import make_code_verifier
+from process_tree import survivors
+from reward_process import call_and_report
+
+from trl_grpo_ext.verifiers import as_reward_function
+
+ADD = "```python\ndef add(a, b):\n    return a + b\n```"
+CALLS = [
+    {"completions": [r"\boxed{x^2-1}", r"\boxed{x^2+1}"], "answer": ["(x-1)(x+1)"] * 2},  # sympy, in a worker
+    {"completions": [ADD, "no code"], "tests": ["assert add(1, 2) == 3"] * 2},
+]
+
+
+def _run_in_spawned_process(exit_at_once: bool):
+    make_code_verifier(5.0).close()  # skips where this machine cannot sandbox (tests/support/code_verifier_helpers.py)
+    rewards = [
+        as_reward_function("math", n_workers=1),
+        as_reward_function("code", reference_column="tests", workers=1),
+    ]
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    process = context.Process(target=call_and_report, args=(rewards, CALLS, results, exit_at_once))
+    process.start()
+    try:
+        outputs, below = results.get(timeout=180)
+        process.join(60)
+    finally:
+        if process.is_alive():
+            process.kill()
+    assert process.exitcode == 0
+    assert outputs == [[1.0, 0.0], [1.0, 0.0]]
+    assert all(reward.verifier._pool is None for reward in rewards)  # none started in this process
+    return below
+
+
+def test_workers_and_sandboxes_stop_when_the_process_exits():
+    below = _run_in_spawned_process(exit_at_once=False)
+    assert len(below) >= 3  # math workers, code sandboxes and judge
+    assert not survivors(below)  # closed at exit, before the process ended
+
+
+@pytest.mark.slow
+def test_workers_and_sandboxes_end_soon_after_the_process_is_killed():
+    below = _run_in_spawned_process(exit_at_once=True)
+    assert len(below) >= 3
+    deadline = time.monotonic() + 10.0
+    while survivors(below) and time.monotonic() < deadline:  # each notices its pipe closed
+        time.sleep(0.1)
+    assert not survivors(below)
