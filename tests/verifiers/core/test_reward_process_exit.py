@@ -25,11 +25,13 @@ def _run_in_spawned_process(exit_at_once: bool):
         as_reward_function("code", reference_column="tests", workers=1),
     ]
     context = multiprocessing.get_context("spawn")
-    results = context.Queue()
-    process = context.Process(target=call_and_report, args=(rewards, CALLS, results, exit_at_once))
+    receiver, sender = context.Pipe(duplex=False)
+    process = context.Process(target=call_and_report, args=(rewards, CALLS, sender, exit_at_once))
     process.start()
+    sender.close()
     try:
-        outputs, below = results.get(timeout=180)
+        assert receiver.poll(180), "the spawned process sent no report"
+        outputs, below, left_after_exit_handlers = receiver.recv()
         process.join(60)
     finally:
         if process.is_alive():
@@ -37,19 +39,19 @@ def _run_in_spawned_process(exit_at_once: bool):
     assert process.exitcode == 0
     assert outputs == [[1.0, 0.0], [1.0, 0.0]]
     assert all(reward.verifier._pool is None for reward in rewards)  # none started in this process
-    return below
+    assert len(below) >= 3  # math worker, code sandbox, judge
+    return below, left_after_exit_handlers
 
 
 def test_workers_and_sandboxes_stop_when_the_process_exits():
-    below = _run_in_spawned_process(exit_at_once=False)
-    assert len(below) >= 3  # math workers, code sandboxes and judge
-    assert not survivors(below)  # closed at exit, before the process ended
+    below, left_after_exit_handlers = _run_in_spawned_process(exit_at_once=False)
+    assert left_after_exit_handlers == []  # the exit handlers stopped them all
+    assert not survivors(below)
 
 
 @pytest.mark.slow
 def test_workers_and_sandboxes_end_soon_after_the_process_is_killed():
-    below = _run_in_spawned_process(exit_at_once=True)
-    assert len(below) >= 3
+    below, _ = _run_in_spawned_process(exit_at_once=True)
     deadline = time.monotonic() + 10.0
     while survivors(below) and time.monotonic() < deadline:  # each notices its pipe closed
         time.sleep(0.1)
