@@ -31,8 +31,8 @@ import sympy), so items do not pay for it; an item's deadline starts when it is 
 
 Thread safety: idle workers sit in a queue; a caller takes workers from it, so concurrent callers share the pool
 fairly and never use the same worker at once. A caller whose items wait for a worker looks at the queue every
-`WAITING_POLL_S` as well, so a worker another caller releases serves them at once, even while this caller's own
-running items are slow. POSIX only (the pipes are passed as inherited file descriptors).
+`WAITING_POLL_S`, so a worker another caller releases serves them at once: it waits neither for its own slow items to
+end nor for a replacement worker to finish starting. POSIX only (the pipes are passed as inherited file descriptors).
 """
 
 from __future__ import annotations
@@ -172,21 +172,31 @@ class _Worker:
         self.writer = Connection(parent_write, readable=False)
         self.writer.send((initializer, memory_limit_mb))
         self.ready = False
+        self.failed = False  # it ended, or said something else than "ready", before it started
+        self.start_by = time.monotonic() + STARTUP_TIMEOUT_S
         self.cpu_s = 0.0  # this process's CPU time when it last reported: the start of the next item's budget
 
     def send(self, message: Any) -> None:
         self.writer.send(message)
 
-    def wait_ready(self) -> bool:
-        if self.ready:
-            return True
-        if self.reader.poll(STARTUP_TIMEOUT_S):
+    def wait_ready(self, timeout: float | None = None) -> bool:
+        """Whether the worker has started, waiting for it at most `timeout` seconds (None: until `STARTUP_TIMEOUT_S`
+        after it was launched)."""
+        if self.ready or self.failed:
+            return self.ready
+        left = self.start_by - time.monotonic()
+        if self.reader.poll(max(0.0, left if timeout is None else min(timeout, left))):
             try:
                 status, _, _, self.cpu_s = self.reader.recv()
                 self.ready = status == "ready"
             except (EOFError, OSError):
                 self.ready = False
+            self.failed = not self.ready
         return self.ready
+
+    def starting(self) -> bool:
+        """Still within its start-up time, with no word from it yet."""
+        return not (self.ready or self.failed) and time.monotonic() < self.start_by
 
     def death(self) -> str:
         """How the process ended, once its pipe is closed: "exit code 3", "signal 11 (SIGSEGV)"."""
@@ -303,7 +313,8 @@ class DeadlinePool:
     def _acquire(self, block: bool) -> _Worker | None:
         """An idle worker that has started, preferring one that is ready now. Without `block`, None when there is
         none: the caller goes back to enforcing the deadlines of its running items rather than wait for a
-        replacement worker to finish starting (which takes as long as the initializer)."""
+        replacement worker to finish starting (which takes as long as the initializer). With `block`, it waits for
+        whichever comes first: a starting worker's start, or a worker another caller frees."""
         while True:
             if self._closed:
                 raise RuntimeError("This DeadlinePool is closed; create a new one.")
@@ -311,11 +322,14 @@ class DeadlinePool:
             if worker is not None or not block:
                 return worker
             try:
-                worker = self._idle.get(timeout=0.5)
+                worker = self._idle.get(timeout=WAITING_POLL_S)
             except queue.Empty:
                 continue
-            if worker.wait_ready():
+            if worker.wait_ready(WAITING_POLL_S):
                 return worker
+            if worker.starting():  # a replacement still starting: look again, a worker may be freed meanwhile
+                self._idle.put(worker)
+                continue
             # A worker that cannot start (broken environment, failing initializer) would fail again: stop here.
             self._retire(worker, replace=True)
             raise self._startup_error()

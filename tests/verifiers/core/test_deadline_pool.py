@@ -2,6 +2,7 @@
 crashes told apart from timeouts, killed workers replaced, none leaked."""
 
 import asyncio
+import functools
 import operator
 import os
 import subprocess
@@ -314,3 +315,17 @@ def test_a_worker_another_caller_releases_serves_waiting_items_at_once(pool):
     slow_end, *fast_ends = [o.value for o in pool.map(sleep_then_time, [(6.0,), (0,), (0,), (0,)], timeout_s=30)]
     other.join(60)
     assert max(fast_ends) < slow_end - 3.0  # without the fix, they ran once the 6 s item had ended
+
+
+def test_a_caller_takes_a_worker_freed_meanwhile_rather_than_wait_for_a_replacement_to_start():
+    """After a timeout the killed worker's replacement takes its start-up time (6 s here); a caller that finds no
+    started worker takes the first one another caller frees instead of waiting for that start."""
+    with DeadlinePool(n_workers=2, initializer=functools.partial(time.sleep, 6.0)) as slow_starting:
+        slow_starting.wait_until_ready()
+        other = threading.Thread(target=slow_starting.map, args=(sleep_then_time, [(2.0,)]), kwargs={"timeout_s": 30})
+        other.start()  # holds one worker for 2 s
+        assert slow_starting.run(burn_cpu, (60,), timeout_s=0.3).status == "timeout"  # the other one is replaced
+        freed_at = time.time() + max(0.0, 2.0 - 0.3)  # about when the first caller's worker is free again
+        ended = slow_starting.run(sleep_then_time, (0,), timeout_s=30).value
+        other.join(60)
+    assert ended < freed_at + 2.5  # the replacement is ready about 6 s after the timeout
