@@ -18,6 +18,7 @@ stalled or could not start: a retry may succeed) nor a timeout (see `CACHEABLE_H
 from __future__ import annotations
 
 import hashlib
+import math
 import sys
 import threading
 from collections import OrderedDict
@@ -154,3 +155,27 @@ class BatchStats:
     def cache_hit_rate(self) -> float | None:
         """None when nothing was looked up (a batch decided without the expensive step, or the cache is off)."""
         return self.cache_hits / self.cache_lookups if self.cache_lookups else None
+
+
+def batch_metrics(seconds: float, stats: BatchStats | None) -> dict[str, float]:
+    """The verification metrics of one batch, logged as `<name>/<metric>`:
+
+    - `verify_time_s`: the batch's wall-clock time in the verifier (any verifier);
+    - `dedup_rate`: the share of items that repeated a question of the batch, decided once (`BatchStats`);
+    - `cache_hit_rate`: the share of the batch's distinct expensive questions answered by the verdict cache (absent
+      when none was looked up);
+    - `verify_time_s_p50`, `verify_time_s_p95`, `verify_time_s_max`: each item's own verification time, nearest-rank
+      percentiles (the smallest time that at least 50 % / 95 % of the items do not exceed).
+    """
+    metrics = {"verify_time_s": seconds}
+    if stats is None or not stats.items:
+        return metrics
+    metrics["dedup_rate"] = stats.dedup_rate
+    if stats.cache_hit_rate is not None:
+        metrics["cache_hit_rate"] = stats.cache_hit_rate
+    latencies = sorted(stats.item_seconds)
+    if latencies:
+        for label, share in (("p50", 0.50), ("p95", 0.95)):
+            metrics[f"verify_time_s_{label}"] = latencies[max(0, math.ceil(share * len(latencies)) - 1)]
+        metrics["verify_time_s_max"] = latencies[-1]
+    return metrics
