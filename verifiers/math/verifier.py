@@ -304,7 +304,8 @@ class MathVerifier(Verifier):
             stats.cache_lookups += len(unique)
             stats.cache_hits += sum(outcome is not None for outcome in known.values())
         asked = [key for key in unique if known[key] is None]
-        for key, outcome in zip(asked, self._compare_in_workers([[list(g) for g in groups] for groups in asked])):
+        outcomes = self._compare_in_workers([[list(g) for g in groups] for groups in asked]) if asked else []
+        for key, outcome in zip(asked, outcomes):
             known[key] = outcome
             # Only decisions: a timeout (CPU time varies a little with load, see core/cache.py), an error and a
             # failure of the machinery (crashed, stalled, unavailable) are asked again next time.
