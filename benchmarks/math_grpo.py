@@ -170,3 +170,17 @@ def first_batch_latency(cases: list[dict], background: bool, delay_s: float, n_w
     seconds = time.perf_counter() - start
     reward.verifier.close()
     return seconds
+
+
+def first_batch_rounds(command: list[str], rounds: int, delay_s: float, marker: str) -> dict[tuple[str, float], list]:
+    """`first_batch_latency` in a fresh interpreter (`command` + `--first-batch-child MODE:DELAY`) per mode (workers
+    started on the first batch, or in the background) and delay (0, `delay_s`), `rounds` times: the seconds of each."""
+    rows: dict[tuple[str, float], list] = {}
+    for _ in range(rounds):
+        for mode in ("lazy", "background"):
+            for delay in (0.0, delay_s):
+                child = [*command, "--first-batch-child", f"{mode}:{delay}"]
+                done = subprocess.run(child, capture_output=True, text=True, check=True)
+                value = next(line for line in done.stdout.splitlines() if line.startswith(marker))
+                rows.setdefault((mode, delay), []).append(json.loads(value[len(marker) :]))
+    return rows

@@ -270,17 +270,13 @@ def run_first_batch(args: argparse.Namespace) -> int:
         cases = [case for file_cases in load_cases(data_dir()).values() for case in file_cases]
         print(ROUND_MARKER + json.dumps(first_batch_latency(cases, mode == "background", float(delay), args.workers)))
         return 0
-    rows = {}
-    for _ in range(args.rounds):
-        for mode in ("lazy", "background"):
-            for delay in (0.0, args.delay):
-                child = [sys.executable, __file__, "--first-batch", "--first-batch-child", f"{mode}:{delay}"]
-                done = subprocess.run(
-                    child + (["--workers", str(args.workers)] if args.workers else []),
-                    capture_output=True, text=True, check=True,
-                )  # fmt: skip
-                value = next(line for line in done.stdout.splitlines() if line.startswith(ROUND_MARKER))
-                rows.setdefault((mode, delay), []).append(json.loads(value[len(ROUND_MARKER) :]))
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from math_grpo import first_batch_rounds
+
+    extra = ["--workers", str(args.workers)] if args.workers else []
+    rows = first_batch_rounds(
+        [sys.executable, __file__, "--first-batch", *extra], args.rounds, args.delay, ROUND_MARKER
+    )
     print(f"first batch (64 public pairs) latency, {args.rounds} round(s), load {os.getloadavg()[0]:.1f}:")
     for (mode, delay), values in rows.items():
         listed = ", ".join(f"{v:.2f}" for v in values)
