@@ -88,7 +88,9 @@ def test_logs_metrics_and_extra_columns_like_the_trainer_passes_them(math_reward
 
 def test_missing_reference_column_names_it(math_reward):
     with pytest.raises(KeyError, match="solution"):
-        as_reward_function("math", reference_column="solution")(prompts=[None], completions=["1"], answer=["1"])
+        as_reward_function("math", reference_column="solution", start_workers=False)(
+            prompts=[None], completions=["1"], answer=["1"]
+        )
 
 
 def test_custom_column_and_function_verifier():
