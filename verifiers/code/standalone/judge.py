@@ -16,11 +16,13 @@ and formats_*.py (each format). A candidate's exception reaches the test code wi
 exception that escapes the formats) is reported as `judge_error`, never as a failing test.
 """
 
+import gc
 import os
 import resource
 import signal
 import socket
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from formats_units import CandidateFailure, CandidateGone, JudgeFault, describe  # noqa: E402
@@ -57,7 +59,8 @@ def bounded(value, depth: int = 0):
     return str(type(value).__name__)
 
 
-def run_job(job_fd: int, request_fd: int, reply_fd: int) -> None:
+def run_job(job_fd: int, request_fd: int, reply_fd: int, received: float = 0.0) -> None:
+    forked, cpu_at_fork = time.monotonic(), time.process_time()
     job = LineReader(job_fd, MAX_MESSAGE_BYTES).read_message()
     if job is None:
         return
@@ -74,21 +77,31 @@ def run_job(job_fd: int, request_fd: int, reply_fd: int) -> None:
     except Exception as exc:  # the test code's exceptions are judged inside judge(): what escapes is the judge's own
         verdict = {"judge_error": describe(exc)}
     os.close(request_fd)  # end of file tells the candidate harness to exit
+    if job.get("stages"):  # the benchmark's readings (sandbox/stages.py): the sandbox's, relayed, then the judge's
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        judge_events = {"judge_received": received, "judge_forked": forked, "judge_verdict": time.monotonic()}
+        if session.prepared is not None:
+            judge_events.update(
+                judge_prepared=session.prepared[0], judge_prepare_cpu_s=session.prepared[1] - cpu_at_fork
+            )
+        verdict["t"] = {**(session.events or {}), **judge_events, "judge_cpu_s": usage.ru_utime + usage.ru_stime}
     write_message(job_fd, bounded(verdict))
 
 
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    gc.freeze()  # what the judge has loaded stays out of its children's collections, so they share its pages
     while True:
         message, fds, _, _ = socket.recv_fds(control, 16, 3)
+        received = time.monotonic()
         if not message:
             return
         if len(fds) == 3 and os.fork() == 0:
             control.close()
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             try:
-                run_job(*fds)
+                run_job(*fds, received)
             finally:
                 os._exit(0)
         for fd in fds:

@@ -11,6 +11,7 @@ anything from the candidate reached it (`reference_fault`).
 
 import ast
 import sys
+import time
 
 from formats_asserts import AssertRecorder, Tally, unused_functions
 from formats_calls import judge_cases
@@ -81,6 +82,8 @@ def judge(job: dict, session: Session) -> dict:
             if not recorder.lines:
                 return {"unusable": "the test code has no assert statement"}
             total = len(recorder.lines)
+    if job.get("stages"):  # the benchmark's readings (sandbox/stages.py): the test is ready to run
+        session.prepared = (time.monotonic(), time.process_time())
     started = start_candidate(session)
     if "globals" not in started:
         return {"total": total, **started}
@@ -99,7 +102,11 @@ def start_candidate(session: Session) -> dict:
         return {"internal": f"the sandbox ended before running the candidate ({exc})"}
     if setup.get("setup") != "ok":
         return {"internal": f"the sandbox could not set up the candidate's limits: {str(setup.get('error'))[:300]}"}
+    if type(setup.get("t")) is dict:  # the benchmark's readings (sandbox/stages.py), relayed with the verdict
+        session.events = {**setup["t"], "judge_set_up": time.monotonic()}
     ready = session.read_message()
+    if session.events is not None:
+        session.events["judge_ready"] = time.monotonic()
     if ready.get("ready") is not True or type(ready.get("globals")) is not dict:
         return {"passed": 0, "error": f"candidate_error: {str(ready.get('error'))[:300]}"}
     return {"globals": ready["globals"]}
