@@ -132,7 +132,7 @@ def _verdict_after_kill(job: socket.socket, reader: LineReader) -> dict:
 def run_function_tests(pool: SandboxPool, judge: JudgeProcess, code: str, job: dict) -> Outcome:
     """`job`: {"test": test code, "entry_point": name or None}. The verdict comes from the judge only."""
     acquiring = time.monotonic()
-    sandbox = pool.acquire()
+    sandbox = pool.acquire(refill=False)  # refilled below, while the candidate runs
     events = getattr(sandbox, "events", None)  # the benchmark's readings (sandbox/stages.py); None when off
     job_socket = None
     try:
@@ -155,6 +155,7 @@ def run_function_tests(pool: SandboxPool, judge: JudgeProcess, code: str, job: d
             },  # fmt: skip
         )
         stages.mark(events, "submitted")
+        pool.refill()
         reader = LineReader(job_socket.fileno(), MAX_VERDICT_BYTES)
         verdict, stopped = _await_verdict(job_socket, reader, clock)
         stages.mark(events, "verdict")
@@ -239,11 +240,12 @@ def run_stdio_case(
     pool: SandboxPool, code: str, stdin: str, expected: str, float_tolerance: float | None = None
 ) -> Outcome:
     """One stdin/stdout case: passes when the program exits with status 0 in time and its output matches."""
-    sandbox = pool.acquire()
+    sandbox = pool.acquire(refill=False)
     try:
         sandbox.send({"mode": "script", "code": code, "stdin": stdin})
         os.close(sandbox.request_w)
         sandbox.request_w = -1
+        pool.refill()  # while the candidate runs
         clock = CandidateClock(sandbox.cgroup, pool.limits.time_s, judged=False)
         _check_setup(sandbox, time.monotonic() + clock.backstop_s)
         output, stopped = sandbox.read_stdout(clock)

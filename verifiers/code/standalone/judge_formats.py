@@ -15,7 +15,7 @@ import time
 
 from formats_asserts import AssertRecorder, Tally, unused_functions
 from formats_calls import judge_cases
-from formats_imports import ImportRewriter, LiveNames, live_names
+from formats_imports import ImportRewriter, with_live_names
 from formats_modules import count_tests, is_test_module, process_tool
 from formats_pytest import make_stand_in
 from formats_runner import run_test_module
@@ -123,7 +123,7 @@ def judge_asserts(job: dict, session: Session, tree: ast.Module, recorder: Asser
         bind_solution_module(namespace, session, kinds, job.get("module") or "solution", (referenced, as_module))
         # run as `python -c code + tests` runs it: `if __name__ == "__main__":` blocks run
         namespace.update(__name__="__main__", __judge_assert__=tally)
-        tree = ast.fix_missing_locations(LiveNames(live_names(tree, candidate_values(kinds))).visit(tree))
+        tree = with_live_names(tree, candidate_values(kinds))
         exec(compile(tree, TEST_FILE, "exec"), namespace)
         if entry_point:
             check = namespace.get(job.get("check_name") or "check")
@@ -164,7 +164,7 @@ def judge_test_module(job: dict, session: Session, tree: ast.Module, kinds: dict
     try:
         namespace = bind_candidate(session, kinds, referenced, as_module)
         bind_solution_module(namespace, session, kinds, module, (referenced, as_module))
-        tree = ast.fix_missing_locations(LiveNames(live_names(tree, candidate_values(kinds))).visit(tree))
+        tree = with_live_names(tree, candidate_values(kinds))
         exec(compile(tree, TEST_FILE, "exec"), namespace)
     except UnsupportedTest as exc:
         return {"unusable": str(exc)}
