@@ -17,8 +17,9 @@ benchmark also runs in a cpuacct group of its own and prints the CPU of its own 
 subprocesses, the judge, the sandboxes; not the kernel's worker threads), which other jobs on the machine do not
 inflate.
 
-Every program of the unique-program rounds is different text (a numbered comment), so that a verifier that runs
-identical work once (in-batch deduplication, a verdict cache) still runs each one. The GRPO-shaped batches (`--grpo`)
+Every program of the unique-program rounds is different text (a numbered comment), in every round, so that a
+verifier that runs identical work once (in-batch deduplication, a verdict cache across calls) still runs each one;
+each round of GRPO-shaped batches has tasks of its own too. The GRPO-shaped batches (`--grpo`)
 are what a GRPO step scores: tasks, each with its own hidden test, and G = 8 completions per task, as
 `GROUP_TEMPLATES` says: 3 copies of one correct program, 2 copies of another, a third correct one, a wrong answer and
 one that raises; 5 distinct programs in 8 (the duplication rate, 3/8 = 37.5% of the completions repeat one of their
@@ -63,8 +64,8 @@ def naive_reward(code: str, tests: str = TESTS) -> float:
     return float(run.returncode == 0)
 
 
-def unique_programs(template: str, n: int) -> list[str]:
-    return [template.format(n=i) for i in range(n)]
+def unique_programs(template: str, n: int, first: int = 0) -> list[str]:
+    return [template.format(n=i) for i in range(first, first + n)]
 
 
 def naive_rate(codes: list[str], tests: list[str], workers: int) -> tuple[float, list[float]]:
@@ -76,16 +77,16 @@ def naive_rate(codes: list[str], tests: list[str], workers: int) -> tuple[float,
 
 
 def verifier_rate(verifier, codes: list[str], tests: list[str]) -> tuple[float, list[float]]:
-    verifier.verify(TRIVIAL.format(n="warm"), TESTS)  # warm: judge process started, pool filled
+    verifier.verify(TRIVIAL.format(n=f"warm {time.monotonic()}"), TESTS)  # warm: judge started, pool filled
     start = time.perf_counter()
     results = verifier.verify_batch(codes, tests)
     elapsed = time.perf_counter() - start
     return len(codes) / elapsed, [r.score for r in results]
 
 
-def grpo_batch(tasks: int) -> tuple[list[str], list[str]]:
+def grpo_batch(tasks: int, first: int = 0) -> tuple[list[str], list[str]]:
     codes, tests = [], []
-    for k in range(tasks):
+    for k in range(first, first + tasks):
         for template, copies in GROUP_TEMPLATES:
             codes += [template.format(k=k)] * copies
             tests += [GRPO_TESTS.format(k=k)] * copies
@@ -168,26 +169,33 @@ def main(argv=None) -> None:
         f"code verifier ({strong.isolation.level})": lambda codes, tests: verifier_rate(strong, codes, tests),
         f"code verifier ({fallback.isolation.level})": lambda codes, tests: verifier_rate(fallback, codes, tests),
     }
+    # Each round gets programs (and GRPO tasks) of its own: a verdict cache across calls would otherwise answer the
+    # later rounds from the first.
     workloads = [
-        ("unique trivial programs", unique_programs(TRIVIAL, args.trivial), [TESTS] * args.trivial),
-        ("unique 100 ms programs", unique_programs(SLOW, args.slow), [TESTS] * args.slow),
+        (
+            "unique trivial programs",
+            lambda r: (unique_programs(TRIVIAL, args.trivial, r * args.trivial), [TESTS] * args.trivial),
+        ),
+        ("unique 100 ms programs", lambda r: (unique_programs(SLOW, args.slow, r * args.slow), [TESTS] * args.slow)),
     ]
     if args.grpo:
-        workloads.append(("GRPO-shaped batch (G=8)", *grpo_batch(args.grpo)))
+        workloads.append(("GRPO-shaped batch (G=8)", lambda r: grpo_batch(args.grpo, r * args.grpo)))
     print(f"workers={args.workers}  rounds={args.rounds}  python={sys.version.split()[0]}  {load_average()}")
     try:
-        for label, codes, tests in workloads:
-            run_workload(label, codes, tests, harnesses, args, own)
+        for label, make in workloads:
+            run_workload(label, make, harnesses, args, own)
         print(f"\nafter: {load_average()}")
     finally:
         strong.close()
         fallback.close()
 
 
-def run_workload(label: str, codes: list[str], tests: list[str], harnesses: dict, args, own: OwnCpu) -> None:
+def run_workload(label: str, make, harnesses: dict, args, own: OwnCpu) -> None:
+    """`make(round)`: that round's (programs, tests), the same for every harness."""
     rows = {name: [] for name in harnesses}
-    expected = [naive_reward(code, test) for code, test in zip(codes[:8], tests[:8])]  # the truth, unsandboxed
-    for _ in range(args.rounds):
+    for round_ in range(args.rounds):
+        codes, tests = make(round_)
+        expected = [naive_reward(code, test) for code, test in zip(codes[:8], tests[:8])]  # the truth, unsandboxed
         for name, measure in harnesses.items():
             rate, rewards, machine, tree = measured(measure, codes, tests, own)
             assert rewards[:8] == expected, f"{name} disagrees with plain execution on {label}: {rewards[:8]}"
@@ -211,7 +219,7 @@ def breakdown(n: int, workers: int) -> None:
     verifier = get_verifier("code", workers=workers, timeout_s=30)
     print(f"workers={workers}  python={sys.version.split()[0]}  {load_average()}")
     try:
-        verifier_rate(verifier, unique_programs(TRIVIAL, workers * 4), [TESTS] * workers * 4)  # warm: groups, uids
+        verifier_rate(verifier, unique_programs(TRIVIAL, workers * 4, n), [TESTS] * workers * 4)  # warm: groups, uids
         stages.collect()
         rate, _ = verifier_rate(verifier, unique_programs(TRIVIAL, n), [TESTS] * n)
         records = stages.collect()
