@@ -8,6 +8,9 @@ case agrees when the verdict (score 1 = equal; 0 or None = not equal) matches `e
     python benchmarks/math_verifier.py -v         # also list every case where `math` disagrees with the label
     python benchmarks/math_verifier.py --rounds 5 # 5 fresh runs in a row: min, median and max of the ratios
     python benchmarks/math_verifier.py --probes   # verdicts on the hand-written probes (math_probes.py), side by side
+    python benchmarks/math_verifier.py --grpo synthetic  # GRPO-shaped batches built from the pairs (math_grpo.py)
+    python benchmarks/math_verifier.py --grpo demo       # GRPO batches recorded from examples/demo.py
+    python benchmarks/math_verifier.py --first-batch     # first batch's latency, workers started in the background or not
 
 `--probes` runs both graders on the probes of `math_probes.py` (wrong answers a policy could learn to give, and true
 identities; each with a careful human grader's verdict) and prints every probe's verdicts side by side, the count of
@@ -72,7 +75,7 @@ def run_math(cases: list[dict], n_workers: int | None, passes: int) -> tuple[lis
     print(f"math: starting and warming the workers took {time.perf_counter() - start:.2f} s (once per training run)")
     seconds = []
     for _ in range(passes):
-        verifier._verdicts.clear()  # time the comparisons, not the verdict cache (the workers keep their parse caches)
+        verifier.clear_cache()  # time the comparisons, not the verdict cache (the workers keep their parse caches)
         start = time.perf_counter()
         results = verifier.verify_batch([c["pred"] for c in cases], [c["gold"] for c in cases])
         seconds.append(time.perf_counter() - start)
@@ -203,6 +206,84 @@ def run_differential(verbose: bool) -> int:
 ROUND_MARKER = "round result: "
 
 
+def run_grpo(source: str, args: argparse.Namespace) -> int:
+    """GRPO-shaped batches (math_grpo.py): throughput per epoch of both graders, the duplication, the cache hits."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from math_grpo import (
+        duplication_rate,
+        load_demo_steps,
+        steps_of,
+        synthetic_groups,
+        time_accuracy_reward,
+        time_math,
+    )
+
+    if source == "synthetic":
+        cases = [case for file_cases in load_cases(data_dir()).values() for case in file_cases]
+        epochs = [steps_of(synthetic_groups(cases, args.distinct, seed)) for seed in range(args.passes)]
+        origin = f"synthetic mix from {len(cases)} public pairs, {args.distinct} distinct answers per group of 8"
+    else:
+        steps, how = load_demo_steps(args.rollouts)
+        epochs, origin = [steps], f"examples/demo.py rollouts, {how}"
+    items = [sum(len(c) for c, _ in steps) for steps in epochs]
+    print(f"{origin}: {len(epochs)} epoch(s) of {len(epochs[0])} steps, {items[0]} completions per epoch")
+    print(
+        "duplication (same completion text and reference within a step): "
+        + ", ".join(f"epoch {i + 1} {duplication_rate(steps):.1%}" for i, steps in enumerate(epochs))
+    )
+    ours_s, ours, stats = time_math(epochs, args.workers, PER_ITEM_LIMIT_S)
+    per_epoch = len(stats) // len(epochs)
+    for i in range(len(epochs)):
+        batch = stats[i * per_epoch : (i + 1) * per_epoch]
+        lookups, hits = sum(b.cache_lookups for b in batch), sum(b.cache_hits for b in batch)
+        print(
+            f"epoch {i + 1}: math dedup_rate {sum(b.duplicates for b in batch) / sum(b.items for b in batch):.1%} "
+            f"(after normalisation), verdict cache hits {hits}/{lookups} worker questions"
+        )
+    nan = [float("nan")] * len(epochs)
+    if args.skip_trl:
+        theirs_s, theirs = nan, ours
+    else:
+        theirs_s, theirs = time_accuracy_reward(epochs, lambda: run_accuracy_reward([], 1))
+    print(f"paid: math {sum(ours)} of {len(ours)}, accuracy_reward {sum(theirs)}; load {os.getloadavg()[0]:.1f}")
+    for i, (mine, trl) in enumerate(zip(ours_s, theirs_s)):
+        print(
+            f"throughput epoch {i + 1}: math {items[i] / mine:.1f} completions/s ({mine:.2f} s), "
+            f"accuracy_reward {items[i] / trl:.1f} completions/s ({trl:.2f} s); ratio {trl / mine:.2f}x"
+        )
+    summary = {
+        "math cases/s": [n / mine for n, mine in zip(items, ours_s)],
+        "ratio": [trl / mine for mine, trl in zip(ours_s, theirs_s)],
+    }
+    print(ROUND_MARKER + json.dumps(summary))
+    return 0
+
+
+def run_first_batch(args: argparse.Namespace) -> int:
+    """The first batch's latency in fresh interpreters: workers started when the reward function is built
+    (background) or on the first batch (lazy), the batch coming at once or after `--delay` s (a model loading)."""
+    if args.first_batch_child:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from math_grpo import first_batch_latency
+
+        mode, delay = args.first_batch_child.split(":")
+        cases = [case for file_cases in load_cases(data_dir()).values() for case in file_cases]
+        print(ROUND_MARKER + json.dumps(first_batch_latency(cases, mode == "background", float(delay), args.workers)))
+        return 0
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from math_grpo import first_batch_rounds
+
+    extra = ["--workers", str(args.workers)] if args.workers else []
+    rows = first_batch_rounds(
+        [sys.executable, __file__, "--first-batch", *extra], args.rounds, args.delay, ROUND_MARKER
+    )
+    print(f"first batch (64 public pairs) latency, {args.rounds} round(s), load {os.getloadavg()[0]:.1f}:")
+    for (mode, delay), values in rows.items():
+        listed = ", ".join(f"{v:.2f}" for v in values)
+        print(f"  workers {mode:<10} batch after {delay:>4.1f} s: median {statistics.median(values):.2f} s ({listed})")
+    return 0
+
+
 def run_rounds(rounds: int, forwarded: list[str]) -> int:
     """Run the benchmark in `rounds` fresh interpreters, one after the other, and summarise each pass over them:
     the `math` verifier's throughput and, unless --skip-trl, its ratio to `accuracy_reward`'s."""
@@ -259,18 +340,31 @@ def main() -> int:
         action="store_true",
         help="list the public pairs that `math` pays and math-verify does not, against math_differential.json",
     )
+    parser.add_argument("--grpo", choices=("synthetic", "demo"), help="GRPO-shaped batches (see math_grpo.py)")
+    parser.add_argument("--distinct", type=int, default=4, help="--grpo synthetic: distinct answers per group of 8")
+    parser.add_argument("--rollouts", help="--grpo demo: JSONL of recorded rollouts (recorded into it if missing)")
+    parser.add_argument("--first-batch", action="store_true", help="first batch's latency, background start or not")
+    parser.add_argument("--delay", type=float, default=8.0, help="--first-batch: seconds before the first batch")
+    parser.add_argument("--first-batch-child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.probes:
         return run_probes()
+    if args.first_batch:
+        return run_first_batch(args)
     if args.differential:
         return run_differential(args.verbose)
     if args.rounds > 1:
         forwarded = ["--passes", str(args.passes)] + (["--workers", str(args.workers)] if args.workers else [])
+        if args.grpo:
+            forwarded += ["--grpo", args.grpo, "--distinct", str(args.distinct)]
+            forwarded += ["--rollouts", args.rollouts] if args.rollouts else []
         return run_rounds(args.rounds, forwarded + ["--skip-trl"] * args.skip_trl + ["-v"] * args.verbose)
     folder = data_dir()
-    if not folder.is_dir():
+    if not folder.is_dir() and args.grpo != "demo":
         print(f"no data at {folder}; set MATH_EQUIVALENCE_DIR", file=sys.stderr)
         return 1
+    if args.grpo:
+        return run_grpo(args.grpo, args)
     per_file = load_cases(folder)
     cases = [case for file_cases in per_file.values() for case in file_cases]
     overlap = warm_up_overlap(cases)

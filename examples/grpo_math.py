@@ -68,8 +68,8 @@ def load_train_dataset(script_args: MathScriptArguments, seed: int):
 
 
 def build_rewards(script_args: MathScriptArguments) -> list:
+    # Its workers start now, in the background: they import sympy and warm up while the model loads.
     math_reward = as_reward_function("math", reference_column="answer", timeout_s=script_args.verifier_timeout_s)
-    math_reward.verifier.start(wait=False)  # its workers import sympy and warm up while the model loads
     rewards = [math_reward]
     if script_args.format_reward:
         from trl.rewards import think_format_reward

@@ -78,10 +78,12 @@ def test_math_and_code_rewards_score_groups_in_the_spawned_rollout_process():
         as_reward_function("code", reference_column="tests", timeout_s=2.0, workers=2),
     ]
     start = time.monotonic()
-    samples, report, exitcode = score_in_rollout_process(rewards, [g[:2] for g in GROUPS], score_loops=3)
+    try:
+        samples, report, exitcode = score_in_rollout_process(rewards, [g[:2] for g in GROUPS], score_loops=3)
+    finally:
+        for reward in rewards:  # started here too (start_workers), as the trainer's process would
+            reward.verifier.close()
     elapsed = time.monotonic() - start
-    for reward in rewards:
-        assert reward.verifier._pool is None  # the parent only pickled them: no worker started here
     assert exitcode == 0
 
     by_group = {}
@@ -123,7 +125,7 @@ def _loop(reward_funcs):
 
 
 def test_trl_scores_a_group_with_an_unpickled_reward():
-    reward = pickle.loads(pickle.dumps(as_reward_function("math", timeout_s=5.0, n_workers=1)))
+    reward = pickle.loads(pickle.dumps(as_reward_function("math", start_workers=False, timeout_s=5.0, n_workers=1)))
     row, completions, math_rewards, _ = GROUPS[1]  # (x-1)(x+1): sympy decides, in the worker process
     try:
         samples = asyncio.run(_loop([reward])._score_group(scripted_group(0, row, completions)))

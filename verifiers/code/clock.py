@@ -39,6 +39,7 @@ class CandidateClock:
         self.cpu_at_start = cgroup.cpu_s() if cgroup is not None else 0.0
         self.judged = judged  # a judge process answers the candidate's calls (function tests; not stdio cases)
         self.judge_pid: int | None = None  # its threads count as busy; None: the judge has not said yet (busy)
+        self.samples = 0  # looks at the clock so far (the benchmark's breakdown reports them)
 
     def wait_s(self) -> float:
         """How long to wait for the candidate before the next look at its clock."""
@@ -50,6 +51,7 @@ class CandidateClock:
         return self.cpu_s + self.idle_s if self.cgroup is not None else time.monotonic() - self.start
 
     def expired(self) -> str | None:
+        self.samples += 1
         now = time.monotonic()
         if self.cgroup is None:
             return "timeout" if now - self.start >= self.budget_s else None

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 
 from ..core.zygote_client import ZygoteClient
+from ..sandbox import stages
 from ..sandbox.pool import SandboxError, SandboxPool
 from .clock import CandidateClock
 from .standalone import SCRIPT_FLAGS, STANDALONE_DIR
@@ -130,9 +131,13 @@ def _verdict_after_kill(job: socket.socket, reader: LineReader) -> dict:
 
 def run_function_tests(pool: SandboxPool, judge: JudgeProcess, code: str, job: dict) -> Outcome:
     """`job`: {"test": test code, "entry_point": name or None}. The verdict comes from the judge only."""
-    sandbox = pool.acquire()
+    acquiring = time.monotonic()
+    sandbox = pool.acquire(refill=False)  # refilled below, while the candidate runs
+    events = getattr(sandbox, "events", None)  # the benchmark's readings (sandbox/stages.py); None when off
     job_socket = None
     try:
+        stages.merge(events, {"acquire_begin": acquiring})
+        stages.mark(events, "acquired")
         sandbox.send({"mode": "functions", "code": code})
         job_socket = judge.submit(sandbox.request_w, sandbox.reply_r)
         sandbox.hand_over_pipes()  # the judge child holds them now
@@ -146,10 +151,17 @@ def run_function_tests(pool: SandboxPool, judge: JudgeProcess, code: str, job: d
                 "memory_mb": JUDGE_MEMORY_MB,
                 "cpu_s": deadline_s + JUDGE_CPU_GRACE_S,
                 "candidate_budget_s": pool.limits.time_s,  # the judge's time reading its replies is the candidate's
+                **({"stages": True} if events is not None else {}),
             },  # fmt: skip
         )
+        stages.mark(events, "submitted")
+        pool.refill()
         reader = LineReader(job_socket.fileno(), MAX_VERDICT_BYTES)
         verdict, stopped = _await_verdict(job_socket, reader, clock)
+        stages.mark(events, "verdict")
+        if events is not None:
+            stages.merge(events, (verdict or {}).get("t"))
+            stages.merge(events, {"clock_samples": clock.samples})
         if stopped is not None:  # kill the candidate; the judge then fails the remaining tests quickly
             sandbox.finish()
             verdict = _verdict_after_kill(job_socket, reader)
@@ -228,11 +240,12 @@ def run_stdio_case(
     pool: SandboxPool, code: str, stdin: str, expected: str, float_tolerance: float | None = None
 ) -> Outcome:
     """One stdin/stdout case: passes when the program exits with status 0 in time and its output matches."""
-    sandbox = pool.acquire()
+    sandbox = pool.acquire(refill=False)
     try:
         sandbox.send({"mode": "script", "code": code, "stdin": stdin})
         os.close(sandbox.request_w)
         sandbox.request_w = -1
+        pool.refill()  # while the candidate runs
         clock = CandidateClock(sandbox.cgroup, pool.limits.time_s, judged=False)
         _check_setup(sandbox, time.monotonic() + clock.backstop_s)
         output, stopped = sandbox.read_stdout(clock)

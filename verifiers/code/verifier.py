@@ -27,11 +27,13 @@ import ast
 import logging
 import re
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from typing import Any
 
+from ..core.cache import BatchStats
 from ..core.contract import INTERNAL_ERROR, VerificationResult, Verifier, bad_completion
 from ..core.deadline_pool import default_worker_count
 from ..core.registry import register_verifier
@@ -61,6 +63,30 @@ def fenced_blocks(completion: str, first_only: bool = False) -> list[tuple[str, 
             break
         position = end + 3
     return blocks
+
+
+_PLAIN_DATA = (str, int, float, bool, type(None))
+
+
+def _plain(value: Any, depth: int = 0) -> bool:
+    """Built of strings, numbers, None, lists, tuples and dicts only: two such values with the same repr are equal."""
+    if isinstance(value, _PLAIN_DATA):
+        return True
+    if depth > 20:
+        return False
+    if isinstance(value, (list, tuple)):
+        return all(_plain(item, depth + 1) for item in value)
+    if isinstance(value, dict):
+        return all(_plain(k, depth + 1) and _plain(v, depth + 1) for k, v in value.items())
+    return False
+
+
+def _same_run_key(completion: Any, reference: Any) -> tuple | None:
+    """What decides a run: the extracted program and the tests (the options are the verifier's own); None when the
+    item should not be grouped (not text, or a reference of other types, whose repr may not say what it holds)."""
+    if not isinstance(completion, str) or not _plain(reference):
+        return None
+    return extract_code(completion), type(reference).__name__, repr(reference)
 
 
 def extract_code(completion: str) -> str:
@@ -162,21 +188,30 @@ class CodeVerifier(Verifier):
                 self._judge = JudgeProcess()
 
     def verify(self, completion: str, reference: Any) -> VerificationResult:
-        if not isinstance(completion, str):
-            return bad_completion(completion)
+        return self._verify_same_program([completion], reference)[0]
+
+    def _verify_same_program(self, completions: list[Any], reference: Any) -> list[VerificationResult]:
+        """Completions whose extracted programs are the same, against one reference: the program runs once, and each
+        completion gets its own result (whether it reads as prose is a property of the completion's text)."""
+        if not isinstance(completions[0], str):
+            return [bad_completion(completion) for completion in completions]
         try:
             kind, tests = parse_reference(reference)
         except Exception as exc:  # ValueError, or a mapping that fails in its own way
             logger.warning("code verifier: %s", exc)
-            return VerificationResult(None, f"unusable_reference: {exc}")
-        code = extract_code(completion)
+            return [VerificationResult(None, f"unusable_reference: {exc}") for _ in completions]
+        code = extract_code(completions[0])
         if not code.strip():
-            return VerificationResult(0.0, "no_code", extracted=code, details=self._details(Outcome()))
+            return [
+                VerificationResult(0.0, "no_code", extracted=code, details=self._details(Outcome()))
+                for _ in completions
+            ]
         failure = None
         for attempt in range(2):  # a failure of the sandbox or the judge is retried once
             try:
                 self._ensure_started()
-                return self._result(self._run(kind, tests, code), code, completion)
+                outcome = self._run(kind, tests, code)
+                return [self._result(outcome, code, completion) for completion in completions]
             except Exception as exc:  # a verifier never raises into the trainer, nor scores its own failure 0
                 failure = exc
                 logger.warning("code verifier: %s: %s%s", type(exc).__name__, exc, "; retrying" if not attempt else "")
@@ -184,7 +219,9 @@ class CodeVerifier(Verifier):
         what = (
             str(failure) if isinstance(failure, (SandboxError, JudgeError)) else f"{type(failure).__name__}: {failure}"
         )
-        return VerificationResult(None, f"{INTERNAL_ERROR}: {what}", code, self._details(Outcome()))
+        return [
+            VerificationResult(None, f"{INTERNAL_ERROR}: {what}", code, self._details(Outcome())) for _ in completions
+        ]
 
     def _run(self, kind: str, tests: Any, code: str) -> Outcome:
         if kind == "functions":
@@ -230,9 +267,33 @@ class CodeVerifier(Verifier):
         }
 
     def verify_batch(self, completions: Sequence[str], references: Sequence[Any]) -> list[VerificationResult]:
+        return self.verify_batch_with_stats(completions, references)[0]
+
+    def verify_batch_with_stats(
+        self, completions: Sequence[str], references: Sequence[Any]
+    ) -> tuple[list[VerificationResult], BatchStats]:
+        """`verify_batch`, and what this call did (`BatchStats`). Items with the same extracted program and the same
+        tests run once, in parallel with the other distinct programs."""
         if len(completions) != len(references):
-            return super().verify_batch(completions, references)  # raises the contract's error
-        return list(self._batch_executor().map(self.verify, completions, references))
+            return super().verify_batch(completions, references), BatchStats()  # raises the contract's error
+        groups: dict[Hashable, list[int]] = {}
+        for i, (completion, reference) in enumerate(zip(completions, references)):
+            groups.setdefault(_same_run_key(completion, reference) or ("alone", i), []).append(i)
+
+        def run(members: list[int]) -> tuple[list[VerificationResult], float]:
+            start = time.perf_counter()
+            results = self._verify_same_program([completions[i] for i in members], references[members[0]])
+            return results, time.perf_counter() - start
+
+        stats = BatchStats(items=len(completions), duplicates=len(completions) - len(groups))
+        stats.item_seconds = [0.0] * len(completions)
+        results: list[VerificationResult | None] = [None] * len(completions)
+        for members, (group_results, seconds) in zip(
+            groups.values(), self._batch_executor().map(run, groups.values())
+        ):
+            for i, result in zip(members, group_results):
+                results[i], stats.item_seconds[i] = result, seconds
+        return results, stats  # type: ignore[return-value]
 
     def _batch_executor(self) -> ThreadPoolExecutor:
         """The threads that verify a batch's items, shared by concurrent calls (created once, under the lock: two

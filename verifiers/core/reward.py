@@ -21,11 +21,13 @@ import logging
 import math
 import numbers
 import threading
+import time
 import weakref
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from .cache import batch_metrics
 from .completions import completion_text
 from .contract import VerificationResult, internal_error, is_missing
 from .registry import get_verifier
@@ -62,15 +64,21 @@ def _reason_shares(results: list[VerificationResult]) -> dict[str, float]:
 
 
 def as_reward_function(
-    name: str, reference_column: str = "answer", max_failed_batches: int = 3, **verifier_options: Any
+    name: str,
+    reference_column: str = "answer",
+    max_failed_batches: int = 3,
+    start_workers: bool = True,
+    **verifier_options: Any,
 ) -> VerifierReward:
     """A TRL reward function `(prompts, completions, **columns) -> list[float | None]` backed by verifier `name`.
 
     The function is named `<name>_reward` (TRL names its metrics `rewards/<function name>/...`). It reads the
     reference of each completion from the dataset column `reference_column`, logs `<name>/timeout_rate`,
     `<name>/unparseable_rate`, `<name>/no_answer_rate`, `<name>/bad_completion_rate`, `<name>/internal_error_rate`,
-    `<name>/comparison_error_rate`, `<name>/judge_error_rate`, ... through `log_metric`, and the columns `<name>_extracted` and `<name>_reason` through `log_extra`, when the
-    trainer passes those loggers.
+    `<name>/comparison_error_rate`, `<name>/judge_error_rate`, ..., and per batch `<name>/verify_time_s`,
+    `<name>/verify_time_s_p50` / `_p95` / `_max`, `<name>/dedup_rate` and `<name>/cache_hit_rate` (see
+    `core/cache.py`, `batch_metrics`) through `log_metric`, and the columns `<name>_extracted` and `<name>_reason`
+    through `log_extra`, when the trainer passes those loggers.
 
     It never raises for bad input: a completion that is not text or a conversation scores 0 (`bad_completion: ...`),
     a missing reference gives None (`unusable_reference: missing`). A failure of the verifier itself gives None
@@ -79,8 +87,11 @@ def as_reward_function(
     letting training go on without a signal. A batch with one real verdict resets the count.
 
     The verifier is built here (an unknown name, an option it does not accept or a bad value fails now, not
-    mid-training) and kept as `reward.verifier`; its worker processes start on first use (or at
-    `reward.verifier.start(wait=False)`, in the background), and `reward.verifier.close()` stops them.
+    mid-training) and kept as `reward.verifier`. With `start_workers` (the default) its worker processes start now, in
+    the background (`verifier.start(wait=False)`: the math workers take 3-5 s to import sympy and warm up, while the
+    trainer loads its model), so the first batch waits for them only if it comes first; with False they start on
+    first use. `reward.verifier.close()` stops them; so does the end of the process, or the verifier being
+    garbage-collected.
 
     `reward.submit(**call)` starts verifying a batch on a thread of its own and returns a `PendingReward` at once;
     `reward.collect(pending, **call)` waits for it and returns what `reward(**call)` returns, with the same logging
@@ -90,15 +101,16 @@ def as_reward_function(
     The reward function is a `VerifierReward`: it pickles as its verifier's name and options (see there), so it can
     be handed to a spawned process, such as the rollout process of TRL's AsyncGRPOTrainer.
     """
-    return VerifierReward(name, reference_column, max_failed_batches, **verifier_options)
+    return VerifierReward(name, reference_column, max_failed_batches, start_workers, **verifier_options)
 
 
 class VerifierReward:
     """The reward function `as_reward_function` returns: a callable object rather than a closure, so that it pickles.
 
-    It pickles as what it was built from (the verifier's name and options, `reference_column`, `max_failed_batches`),
-    never as live worker pools, threads or locks: unpickled in another process, it builds the same verifier there,
-    whose workers start on first use in that process. Whatever process holds it, its verifier is closed when that
+    It pickles as what it was built from (the verifier's name and options, `reference_column`, `max_failed_batches`,
+    `start_workers`), never as live worker pools, threads or locks: unpickled in another process, it builds the same
+    verifier there, whose workers start in that process (in the background as it is unpickled with `start_workers`,
+    else on first use). Whatever process holds it, its verifier is closed when that
     process exits (an `atexit` hook that holds it weakly), so no worker outlives the process that started it.
     The count of failed batches starts again from zero in each process.
 
@@ -106,7 +118,12 @@ class VerifierReward:
     """
 
     def __init__(
-        self, name: str, reference_column: str = "answer", max_failed_batches: int = 3, **verifier_options: Any
+        self,
+        name: str,
+        reference_column: str = "answer",
+        max_failed_batches: int = 3,
+        start_workers: bool = True,
+        **verifier_options: Any,
     ):
         if not isinstance(reference_column, str) or not reference_column:
             raise ValueError(f"reference_column must be a non-empty column name, got {reference_column!r}.")
@@ -115,32 +132,45 @@ class VerifierReward:
                 f"max_failed_batches={max_failed_batches!r} must be an integer >= 1: the number of batches in a row in "
                 "which the verifier may fail on every item before the reward function raises."
             )
+        if not isinstance(start_workers, bool):
+            raise ValueError(
+                f"start_workers={start_workers!r} must be True (start the verifier's workers in the background now) or "
+                "False (on the first batch)."
+            )
         self.name, self.reference_column = name, reference_column
-        self.max_failed_batches, self.verifier_options = max_failed_batches, dict(verifier_options)
+        self.max_failed_batches, self.start_workers = max_failed_batches, start_workers
+        self.verifier_options = dict(verifier_options)
         # TRL names a callable object by its `__name__` (trl.trainer.utils.get_callable_name).
         self.__name__ = self.__qualname__ = f"{name}_reward"
         self.verifier = get_verifier(name, **verifier_options)
         self._watch = _FailureWatch(name, max_failed_batches)
         atexit.register(_close_if_alive, weakref.ref(self.verifier))
+        if start_workers:
+            _start_in_background(name, self.verifier)
 
     def __getstate__(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "reference_column": self.reference_column,
             "max_failed_batches": self.max_failed_batches,
+            "start_workers": self.start_workers,
             "verifier_options": self.verifier_options,
         }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(
-            state["name"], state["reference_column"], state["max_failed_batches"], **state["verifier_options"]
+            state["name"],
+            state["reference_column"],
+            state["max_failed_batches"],
+            state["start_workers"],
+            **state["verifier_options"],
         )
 
     def __repr__(self) -> str:
         options = "".join(f", {key}={value!r}" for key, value in self.verifier_options.items())
         return (
             f"{type(self).__name__}({self.name!r}, reference_column={self.reference_column!r}, "
-            f"max_failed_batches={self.max_failed_batches}{options})"
+            f"max_failed_batches={self.max_failed_batches}, start_workers={self.start_workers}{options})"
         )
 
     def __call__(self, prompts: Sequence[Any] | None = None, completions: Sequence[Any] = (), **columns: Any):
@@ -177,7 +207,7 @@ class VerifierReward:
         _warn_internal_errors(name, results)
         _warn_check_errors(name, results, pending.references)
         if log_metric is not None:
-            for metric, value in _reason_shares(results).items():
+            for metric, value in {**_reason_shares(results), **pending.metrics}.items():
                 log_metric(f"{name}/{metric}", value)
         if log_extra is not None:
             log_extra(f"{name}_extracted", [r.extracted if r.extracted is not None else "" for r in results])
@@ -214,6 +244,17 @@ def _close_if_alive(verifier_ref: weakref.ref) -> None:
             logger.debug("closing verifier %r at exit failed", getattr(verifier, "name", "?"), exc_info=True)
 
 
+def _start_in_background(name: str, verifier: Any) -> None:
+    """`verifier.start(wait=False)`; a failure to start is logged, not raised: the first batch tries again and reports
+    what fails as the verifier's own failure."""
+    try:
+        verifier.start(wait=False)
+    except Exception as exc:  # e.g. no process could be spawned: the batches will say so, item by item
+        logger.warning(
+            "verifier %r: could not start its workers in the background: %s: %s", name, type(exc).__name__, exc
+        )
+
+
 class PendingReward:
     """A batch handed to a verifier reward function's `submit`: its verification runs on a thread of its own from
     `start()` (or on the thread that waits, if never started) and `wait()` returns its results.
@@ -227,6 +268,7 @@ class PendingReward:
         self._verifier = verifier
         self._thread: threading.Thread | None = None
         self._outcome: tuple[list[VerificationResult], list[VerificationResult]] | None = None
+        self.metrics: dict[str, float] = {}  # this batch's verification metrics (see `batch_metrics`), once done
         self._error: BaseException | None = None
 
     def start(self) -> None:
@@ -258,7 +300,7 @@ class PendingReward:
 
     def _run(self) -> None:
         try:
-            self._outcome = _score(self._verifier, self.completions, self.references)
+            self._outcome = _score(self._verifier, self.completions, self.references, self.metrics)
         except BaseException as exc:  # _score does not raise; anything else reaches the collecting thread
             self._error = exc
 
@@ -271,9 +313,10 @@ def _same_items(kept: list[Any], given: Any) -> bool:
 
 
 def _score(
-    verifier: Any, completions: list[Any], references: list[Any]
+    verifier: Any, completions: list[Any], references: list[Any], metrics: dict[str, float] | None = None
 ) -> tuple[list[VerificationResult], list[VerificationResult]]:
-    """Verify a batch without raising; returns every item's result and the results of the items the verifier saw.
+    """Verify a batch without raising; returns every item's result and the results of the items the verifier saw,
+    and puts the batch's verification metrics (`batch_metrics`) in `metrics`.
 
     A missing reference gives None and a completion that is not text or a conversation scores 0, without asking the
     verifier; a verify_batch that raises or breaks the contract gives `internal_error` for every item it was asked.
@@ -291,7 +334,9 @@ def _score(
     scored: list[Any] = []
     if asked:
         try:
-            scored = verifier.verify_batch([text for _, text in asked], [references[i] for i, _ in asked])
+            scored = _verify_measured(
+                verifier, [text for _, text in asked], [references[i] for i, _ in asked], metrics
+            )
             if not isinstance(scored, Sequence) or len(scored) != len(asked):
                 raise TypeError(
                     f"verify_batch returned {type(scored).__name__} {scored!r:.80}, not {len(asked)} results"
@@ -301,6 +346,21 @@ def _score(
     for (i, _), result in zip(asked, scored):
         results[i] = _checked(result)
     return results, [results[i] for i, _ in asked]  # type: ignore[return-value]
+
+
+def _verify_measured(
+    verifier: Any, completions: list[str], references: list[Any], metrics: dict[str, float] | None
+) -> Sequence[Any]:
+    """`verify_batch_with_stats` where the verifier has it (math, code), else `verify_batch`; timed either way."""
+    with_stats = getattr(verifier, "verify_batch_with_stats", None)
+    start = time.perf_counter()
+    if callable(with_stats):
+        scored, stats = with_stats(completions, references)
+    else:
+        scored, stats = verifier.verify_batch(completions, references), None
+    if metrics is not None:
+        metrics.update(batch_metrics(time.perf_counter() - start, stats))
+    return scored
 
 
 def _checked(result: Any) -> VerificationResult:

@@ -10,24 +10,28 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 import traceback
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.cache import DEFAULT_CACHE_MB, BatchStats, VerdictCache, check_cache_mb, verdict_namespace
 from ..core.contract import VerificationResult, Verifier, bad_completion, comparison_error, is_missing
 from ..core.deadline_pool import DeadlinePool, TaskOutcome
 from ..core.registry import register_verifier
-from .extract import extract_answer, extract_reference, reference_letter
-from .normalize import Normalized, as_word, normalize_answer, plain_number
+from .batch import BatchMemo
+from .extract import extract_answer
+from .normalize import Normalized, as_word, plain_number
 from .numbers import Tolerance, plain_numbers_equal
 
 logger = logging.getLogger("trl_grpo_ext.verifiers.math")
 
 PERCENT_MODES = ("either", "strip", "fraction")
-CHOICE_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-VERDICT_CACHE_SIZE = 20_000
+# Bump when a rule that can change a verdict changes: cached verdicts of other versions are then never read.
+RULES_VERSION = "math-2026.12-1"
+# Libraries whose version can change a worker's verdict (part of the verdict cache's namespace).
+SYMPY_LIBRARIES = ("sympy", "latex2sympy2_extended", "mpmath")
 # Two-letter English words an answer may be: never a product of two variables (`no` is not `on`).
 TWO_LETTER_WORDS = frozenset("no on or of is it if in an as at to up us we so do go be by he me my".split())
 
@@ -81,7 +85,8 @@ class MathVerifier(Verifier):
     rel_tol / abs_tol (default 0: none; an extra tolerance for numbers, equal when
     |a - b| <= max(rel_tol * max(|a|, |b|), abs_tol)); timeout_s (hard deadline per item); percent ("either": `10\\%`
     may be read as 10 or 0.1, "strip": as 10, "fraction": as 0.1); strip_units; n_workers (default: the usable CPU
-    cores, divided among the training processes of the machine); memory_limit_mb (per worker).
+    cores, divided among the training processes of the machine); memory_limit_mb (per worker); cache_mb (the verdict
+    cache's bound in MiB, default 64; 0: off).
     """
 
     def __init__(
@@ -93,6 +98,7 @@ class MathVerifier(Verifier):
         strip_units: bool = True,
         n_workers: int | None = None,
         memory_limit_mb: int | None = 4096,
+        cache_mb: float = DEFAULT_CACHE_MB,
     ):
         _check_positive("rel_tol", rel_tol, allow_zero=True)
         _check_positive("abs_tol", abs_tol, allow_zero=True)
@@ -104,10 +110,16 @@ class MathVerifier(Verifier):
         self.rel_tol, self.abs_tol, self.timeout_s = float(rel_tol), float(abs_tol), float(timeout_s)
         self.percent, self.strip_units = percent, strip_units
         self.n_workers, self.memory_limit_mb = n_workers, memory_limit_mb
+        self.cache_mb = check_cache_mb("math", cache_mb)
         self._pool: DeadlinePool | None = None
-        self._verdicts: OrderedDict[tuple, TaskOutcome] = OrderedDict()
-        self._verdicts_lock = threading.Lock()
         self._pool_lock = threading.Lock()
+        # Worker verdicts across batches, keyed on the normalised pairs. Only the options that reach the workers
+        # (the tolerances; timeout_s does not change an "ok" verdict) and the library versions can change one; the
+        # others (percent, strip_units) are already in the pairs.
+        self._verdicts = VerdictCache(int(self.cache_mb * 2**20))
+        self._namespace = verdict_namespace(
+            "math", RULES_VERSION, {"rel_tol": self.rel_tol, "abs_tol": self.abs_tol}, SYMPY_LIBRARIES
+        )
 
     # -- public API ---------------------------------------------------------------------------------------------
     def verify(self, completion: str, reference: Any) -> VerificationResult:
@@ -115,16 +127,29 @@ class MathVerifier(Verifier):
 
     def verify_batch(self, completions: Sequence[str], references: Sequence[Any]) -> list[VerificationResult]:
         """Score every completion against its reference; undecided items run in parallel, each under `timeout_s`."""
+        return self.verify_batch_with_stats(completions, references)[0]
+
+    def verify_batch_with_stats(
+        self, completions: Sequence[str], references: Sequence[Any]
+    ) -> tuple[list[VerificationResult], BatchStats]:
+        """`verify_batch`, and what this call did (`BatchStats`: duplicates, cache hits, each item's time).
+
+        Each item's answer is extracted and normalised on its own; items whose normalised answers and reference are
+        the same question are decided once, and a question a worker decided before comes from the verdict cache.
+        """
         if len(completions) != len(references):
             raise ValueError(
                 f"verify_batch got {len(completions)} completions and {len(references)} references; "
                 "pass one reference per completion."
             )
+        memo = BatchMemo()
+        stats = BatchStats(items=len(completions), item_seconds=[0.0] * len(completions))
         results: list[VerificationResult | None] = [None] * len(completions)
         pending: list[_Pending] = []
         for i, (completion, reference) in enumerate(zip(completions, references)):
+            start = time.perf_counter()
             try:
-                decided = self._prepare(i, completion, reference)
+                decided = self._prepare(i, completion, reference, memo)
             except Exception as exc:  # a bug that this answer triggers: 0, counted and logged apart (_result_from)
                 logger.debug("math verifier failed on item %d", i, exc_info=True)
                 trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
@@ -133,10 +158,13 @@ class MathVerifier(Verifier):
                 pending.append(decided)
             else:
                 results[i] = decided
+            stats.item_seconds[i] = time.perf_counter() - start
+        stats.duplicates = memo.duplicates
         if pending:
-            for item, result in zip(pending, self._run_in_workers(pending)):
+            for item, (result, seconds) in zip(pending, self._run_in_workers(pending, stats)):
                 results[item.index] = result
-        return results  # type: ignore[return-value]
+                stats.item_seconds[item.index] += seconds
+        return results, stats  # type: ignore[return-value]
 
     async def averify_batch(self, completions: Sequence[str], references: Sequence[Any]) -> list[VerificationResult]:
         """`verify_batch` for asyncio code: the event loop keeps running while workers compute."""
@@ -155,52 +183,73 @@ class MathVerifier(Verifier):
                 self._pool.close()
                 self._pool = None
 
+    def clear_cache(self) -> None:
+        """Forget every cached verdict (the workers keep their parse caches)."""
+        self._verdicts.clear()
+
     # -- stages -------------------------------------------------------------------------------------------------
-    def _prepare(self, index: int, completion: Any, reference: Any) -> VerificationResult | _Pending:
-        """Extraction and normalisation, then the in-process fast path; what is left becomes a `_Pending`."""
+    def _prepare(self, index: int, completion: Any, reference: Any, memo: BatchMemo) -> VerificationResult | _Pending:
+        """Extraction and normalisation, then the in-process fast path; what is left becomes a `_Pending`. The
+        reference's reading, each normalised answer and each judgement are computed once per batch (`memo`)."""
         if is_missing(reference):
             return VerificationResult(None, "unusable_reference: missing")
         if not isinstance(completion, str):
             return bad_completion(completion)
-        ref_extraction = extract_reference(str(reference))
-        if ref_extraction.answer is None:
-            return VerificationResult(None, f"unusable_reference: {ref_extraction.how}")
-        letter = reference_letter(ref_extraction.answer)
-        letters = CHOICE_LETTERS[: max(5, CHOICE_LETTERS.index(letter) + 1)] if letter else None
-        extraction = extract_answer(completion, letters)
-        details = {"how": extraction.how, "reference": ref_extraction.answer}
-        if extraction.answer is None and (letter is not None or not extraction.candidates):
+        ref = memo.reference(str(reference))
+        if ref.answer is None:
+            memo.seen(("unusable", str(reference)))
+            return VerificationResult(None, f"unusable_reference: {ref.how}")
+        extraction = extract_answer(completion, ref.letters)
+        details = {"how": extraction.how, "reference": ref.answer}
+        if extraction.answer is None and (ref.letter is not None or not extraction.candidates):
+            memo.seen(("no_answer", ref.answer, extraction.how))
             return VerificationResult(0.0, extraction.how, None, details)
-        if letter is not None:
-            correct = extraction.answer == letter
+        if ref.letter is not None:
+            memo.seen(("letter", ref.answer, extraction.answer))
+            correct = extraction.answer == ref.letter
             return VerificationResult(
                 float(correct), "letter" if correct else "wrong_letter", extraction.answer, details
             )
-        ref_norm = normalize_answer(ref_extraction.answer, self.strip_units, reference=True)
+        ref_norm = memo.normalized(ref.answer, self.strip_units, reference=True)
         if ref_norm.invalid or not ref_norm.text:
+            memo.seen(("unusable", ref.answer))
             return VerificationResult(
                 None, f"unusable_reference: {ref_norm.invalid or 'empty'}", extraction.answer, details
             )
         candidates = extraction.candidates or (extraction.answer,)
         shown = extraction.answer or " | ".join(candidates)
-        groups = []
-        for candidate in candidates:  # one answer, or every box of a hedge: each must be the reference
-            judged = self._judge(candidate, ref_norm, details)
+        pred_norms = tuple(memo.normalized(candidate, self.strip_units) for candidate in candidates)
+        question = (pred_norms, ref_norm)
+        memo.seen(question)
+        verdict, normalized = memo.judgement(question, self._judge_candidates)
+        if normalized is not None:
+            details["normalized"] = normalized
+        if isinstance(verdict, str):  # one answer, or every box of a hedge: each must be the reference
+            return VerificationResult(0.0, verdict if len(candidates) == 1 else "hedge", shown, details)
+        if verdict is True:
+            return VerificationResult(1.0, "correct", shown, details)
+        return _Pending(index, verdict, shown, details)
+
+    def _judge_candidates(self, question: tuple) -> tuple[bool | str | tuple, tuple[str, str] | None]:
+        """Every candidate answer against the reference, in-process: True (all equal), the reason of the first that
+        differs, or the (prediction, reference) pairs per candidate that a worker must decide; and the first valid
+        candidate's normalised (prediction, reference) texts, shown in the result's details."""
+        pred_norms, ref_norm = question
+        normalized, groups = None, []
+        for pred_norm in pred_norms:
+            if pred_norm.invalid or not pred_norm.text:
+                return pred_norm.invalid or "no_answer", normalized
+            normalized = normalized or (pred_norm.text, ref_norm.text)
+            judged = self._judge(pred_norm, ref_norm)
             if isinstance(judged, str):
-                return VerificationResult(0.0, judged if len(candidates) == 1 else "hedge", shown, details)
+                return judged, normalized
             if judged is not True:
                 groups.append(judged)
-        if not groups:
-            return VerificationResult(1.0, "correct", shown, details)
-        return _Pending(index, tuple(groups), shown, details)
+        return (tuple(groups) if groups else True), normalized
 
-    def _judge(self, answer: str, ref_norm: Normalized, details: dict) -> bool | str | tuple:
-        """One candidate answer against the normalised reference, in-process: True (equal), a reason (different),
-        or the (prediction, reference) pairs a worker must decide."""
-        pred_norm = normalize_answer(answer, self.strip_units)
-        if pred_norm.invalid or not pred_norm.text:
-            return pred_norm.invalid or "no_answer"
-        details.setdefault("normalized", (pred_norm.text, ref_norm.text))
+    def _judge(self, pred_norm: Normalized, ref_norm: Normalized) -> bool | str | tuple:
+        """One valid normalised answer against the normalised reference: True (equal), a reason (different), or the
+        (prediction, reference) pairs a worker must decide."""
         if pred_norm.unit and ref_norm.unit and pred_norm.unit != ref_norm.unit:
             return "different_unit"
         undecided = []
@@ -246,28 +295,23 @@ class MathVerifier(Verifier):
             return None if "e" in (word_a, word_b) else False  # a word against a number; Euler's e: sympy decides
         return None
 
-    def _run_in_workers(self, pending: list[_Pending]) -> list[VerificationResult]:
-        """Send each distinct undecided pair list to the workers once (a GRPO group often repeats an answer);
-        verdicts are remembered across batches, timeouts and errors are not."""
-        with self._verdicts_lock:
-            known = {p.pairs: self._verdicts.get(p.pairs) for p in pending}
-        unique = [key for key, outcome in known.items() if outcome is None]
-        outcomes = dict(zip(unique, self._compare_in_workers([[list(g) for g in groups] for groups in unique])))
-        results = []
-        for item in pending:
-            key = item.pairs
-            outcome = known[key] or outcomes[key]
+    def _run_in_workers(self, pending: list[_Pending], stats: BatchStats) -> list[tuple[VerificationResult, float]]:
+        """Send each distinct undecided pair list to the workers once (a GRPO group often repeats an answer), unless
+        the verdict cache knows it; returns each item's result and the worker time it caused or shared."""
+        unique = list(dict.fromkeys(item.pairs for item in pending))
+        known = {key: self._verdicts.get((self._namespace, key)) for key in unique}
+        if self._verdicts.max_bytes:
+            stats.cache_lookups += len(unique)
+            stats.cache_hits += sum(outcome is not None for outcome in known.values())
+        asked = [key for key in unique if known[key] is None]
+        outcomes = self._compare_in_workers([[list(g) for g in groups] for groups in asked]) if asked else []
+        for key, outcome in zip(asked, outcomes):
+            known[key] = outcome
+            # Only decisions: a timeout (CPU time varies a little with load, see core/cache.py), an error and a
+            # failure of the machinery (crashed, stalled, unavailable) are asked again next time.
             if outcome.status == "ok":
-                self._remember(key, outcome)
-            results.append(self._result_from(item, outcome))
-        return results
-
-    def _remember(self, key: tuple, outcome: TaskOutcome) -> None:
-        with self._verdicts_lock:
-            self._verdicts[key] = outcome
-            self._verdicts.move_to_end(key)
-            while len(self._verdicts) > VERDICT_CACHE_SIZE:
-                self._verdicts.popitem(last=False)
+                self._verdicts.put((self._namespace, key), TaskOutcome("ok", value=outcome.value))
+        return [(self._result_from(item, known[item.pairs]), known[item.pairs].elapsed_s) for item in pending]
 
     def _compare_in_workers(self, pair_lists: list[list[list[tuple[str, str]]]]) -> list[TaskOutcome]:
         if not pair_lists:

@@ -32,6 +32,7 @@ import time
 from ..code.standalone import SCRIPT_FLAGS
 from ..code.standalone.protocol import LineReader, ProtocolError
 from ..core.zygote_client import ZygoteClient
+from . import stages
 from .cgroups import CgroupTree, CgroupUnavailable
 from .isolation import INSIDE_DIR, Isolation, bwrap_command, candidate_site_packages, open_sandbox_files
 from .process import START_TIMEOUT_S, Limits, SandboxError, SandboxProcess
@@ -62,7 +63,10 @@ class ForkServer(ZygoteClient):
         self.cgroups = cgroups
 
     def spawn(self) -> ForkedSandbox:
-        return ForkedSandbox(self, UIDS.acquire())
+        events = stages.new_events()
+        uid = UIDS.acquire()
+        stages.mark(events, "uid_acquired")
+        return ForkedSandbox(self, uid, events)
 
     def launch(self) -> tuple[subprocess.Popen, socket.socket]:
         python = self.isolation.python
@@ -102,9 +106,10 @@ class ForkServer(ZygoteClient):
 class ForkedSandbox(SandboxProcess):
     """One candidate's child of the fork server, with its own namespaces and uid (see the module docstring)."""
 
-    def __init__(self, server: ForkServer, uid: int):
+    def __init__(self, server: ForkServer, uid: int, events: dict | None = None):
         super().__init__(server.limits)
         self.uid = uid
+        self.events = events
         self.status_r = self.kill_w = -1
         self.status = LineReader(-1, 1 << 12)
         self.exit_status = None
@@ -114,6 +119,7 @@ class ForkedSandbox(SandboxProcess):
         try:
             if server.cgroups is not None:
                 self.cgroup = self.limits.cgroup(server.cgroups)
+                stages.mark(events, "cgroup_ready")
             request_r, self.request_w = os.pipe()
             self.reply_r, reply_w = os.pipe()
             self.stdout_r, stdout_w = os.pipe()
@@ -127,7 +133,12 @@ class ForkedSandbox(SandboxProcess):
                 "rlimits": self.limits.rlimits(isolation.process_limit is not None), "uid": uid, "workdir": "/tmp",
                 "path": candidate_site_packages(isolation.level, isolation.site_packages),
             }  # fmt: skip
-            server.send(json.dumps({"limits": harness_limits, "tmp_mb": self.limits.tmp_mb}).encode(), theirs)
+            job = {"limits": harness_limits, "tmp_mb": self.limits.tmp_mb}
+            if events is not None:  # the sandbox's own readings, for the benchmark (sandbox/stages.py)
+                harness_limits["stages"] = True
+                events["cpu_before_s"] = self.cgroup.cpu_s() if self.cgroup is not None else 0.0
+            server.send(json.dumps(job).encode(), theirs)
+            stages.mark(events, "sent")
         except BaseException as exc:
             self.finish()
             if isinstance(exc, (OSError, CgroupUnavailable)):
@@ -152,6 +163,7 @@ class ForkedSandbox(SandboxProcess):
                 return False
             if type(message.get("exit")) is int:
                 self.exit_status = message["exit"]
+            stages.merge(self.events, message.get("t"))
             self.reaped = self.reaped or message.get("reaped") is True
             self.error = self.error or message.get("error")
         return self.reaped
@@ -185,12 +197,17 @@ class ForkedSandbox(SandboxProcess):
                 pass
         self._close_fds(self.kill_w)
         self.kill_w = -1
+        stages.mark(self.events, "kill_sent")
         confirmed = self._read_status(time.monotonic() + KILL_WAIT_S)
         self._close_fds(self.status_r)
         self.status_r = -1
+        stages.mark(self.events, "reaped")
         if self.cgroup is not None:  # empty once the namespace is: memfd, tmpfs and all go with it
+            if self.events is not None:
+                self.events["cpu_after_s"] = self.cgroup.cpu_s()
             self.cgroup.release()
             self.cgroup = None
+            stages.mark(self.events, "cgroup_released")
         if self.uid is None:
             return
         # An empty PID namespace holds no process of the uid; without that report, find stragglers by uid.
@@ -200,3 +217,5 @@ class ForkedSandbox(SandboxProcess):
         else:
             UIDS.release(self.uid)
         self.uid = None
+        stages.done(self.events)
+        self.events = None

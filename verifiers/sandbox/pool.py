@@ -186,15 +186,17 @@ class SandboxPool:
     def _new(self) -> SandboxProcess:
         return self.server.spawn() if self.server is not None else Sandbox(self.isolation, self.limits, self.cgroups)
 
-    def acquire(self) -> SandboxProcess:
-        """A started sandbox: a warm one, or else a fresh one; SandboxError if the fresh one does not start."""
+    def acquire(self, refill: bool = True) -> SandboxProcess:
+        """A started sandbox: a warm one, or else a fresh one; SandboxError if the fresh one does not start.
+        `refill=False`: the caller calls `refill()` itself once the candidate runs, off the candidate's path."""
         with self.lock:
             sandbox = self.idle.pop(0) if self.idle else None
         fresh = sandbox is None
         if fresh:
             sandbox = self._new()
         try:
-            self._refill()  # the next ones boot while this one is used
+            if refill:
+                self._refill()  # the next ones boot while this one is used
         except BaseException:
             sandbox.finish()
             raise
@@ -214,6 +216,14 @@ class SandboxPool:
         if sandbox.ended():
             sandbox.finish()
             raise SandboxError("a started sandbox ended before it was given a candidate")
+
+    def refill(self) -> None:
+        """Start sandboxes until `size` wait in the pool, while a candidate runs. A failure here is logged, not
+        raised: it is not the running candidate's, and the next `acquire` starts a fresh one or says why not."""
+        try:
+            self._refill()
+        except (SandboxError, OSError) as exc:
+            logger.warning("code verifier: cannot start a sandbox ahead: %s", exc)
 
     def _refill(self) -> None:
         while not self.closed:

@@ -14,7 +14,9 @@ def exact_for_pickling_tests(completion, reference, strip=True):
 
 
 def test_pickles_as_name_and_options_not_as_workers():
-    reward = as_reward_function("math", reference_column="gold", max_failed_batches=2, timeout_s=3.0, n_workers=1)
+    reward = as_reward_function(
+        "math", reference_column="gold", max_failed_batches=2, start_workers=False, timeout_s=3.0, n_workers=1
+    )
     try:
         assert reward(completions=[r"\boxed{\frac{1}{3}}"], gold=["1/3"]) == [1.0]  # may start the worker pool
         data = pickle.dumps(reward)
@@ -25,7 +27,7 @@ def test_pickles_as_name_and_options_not_as_workers():
         assert (copy.reference_column, copy.max_failed_batches) == ("gold", 2)
         assert copy.verifier is not reward.verifier
         assert (copy.verifier.timeout_s, copy.verifier.n_workers) == (3.0, 1)
-        assert copy.verifier._pool is None  # its workers start on first use, in the process that uses it
+        assert copy.verifier._pool is None  # start_workers=False: its workers start on first use, where it is used
         assert copy(completions=[r"\boxed{0.5}", "no answer"], gold=["1/2", "1/2"]) == [1.0, 0.0]
         copy.verifier.close()
     finally:
@@ -43,8 +45,21 @@ def test_unpickled_reward_keeps_options_and_methods():
 def test_repr_shows_how_to_rebuild_it():
     reward = as_reward_function("exact_for_pickling_tests", reference_column="ref", strip=False)
     assert repr(reward) == (
-        "VerifierReward('exact_for_pickling_tests', reference_column='ref', max_failed_batches=3, strip=False)"
+        "VerifierReward('exact_for_pickling_tests', reference_column='ref', max_failed_batches=3, start_workers=True, "
+        "strip=False)"
     )
+
+
+def test_unpickled_with_start_workers_starts_them_in_the_background_where_it_arrives():
+    reward = as_reward_function("math", n_workers=1)  # start_workers=True, the default: its workers start here
+    arrived = pickle.loads(pickle.dumps(reward))
+    try:
+        assert arrived.start_workers and arrived.verifier._pool is not None  # started again, not waited for
+        assert arrived.verifier._pool is not reward.verifier._pool
+        assert arrived(completions=[r"\boxed{x^2-1}"], answer=["(x-1)(x+1)"]) == [1.0]
+    finally:
+        arrived.verifier.close()
+        reward.verifier.close()
 
 
 @pytest.mark.parametrize("protocol", [2, pickle.HIGHEST_PROTOCOL])

@@ -21,8 +21,8 @@ CALLS = [
 def _run_in_spawned_process(exit_at_once: bool):
     make_code_verifier(5.0).close()  # skips where this machine cannot sandbox (tests/support/code_verifier_helpers.py)
     rewards = [
-        as_reward_function("math", n_workers=1),
-        as_reward_function("code", reference_column="tests", workers=1),
+        as_reward_function("math", start_workers=False, n_workers=1),  # none start here; there, on first use
+        as_reward_function("code", reference_column="tests", start_workers=False, workers=1),
     ]
     context = multiprocessing.get_context("spawn")
     receiver, sender = context.Pipe(duplex=False)

@@ -69,24 +69,30 @@ class LiveNames(ast.NodeTransformer):
         self.live = live
 
     def visit_Name(self, node):
-        if isinstance(node.ctx, ast.Load) and node.id in self.live:
-            return ast.copy_location(_call("__judge_value__", ast.Constant(self.live[node.id])), node)
+        if isinstance(node.ctx, ast.Load) and node.id in self.live:  # the new nodes get the name's location
+            return ast.fix_missing_locations(
+                ast.copy_location(_call("__judge_value__", ast.Constant(self.live[node.id])), node)
+            )
         return node
+
+
+def with_live_names(tree: ast.Module, values: set) -> ast.Module:
+    """`tree` with the reads of the candidate's values `values` made live (`LiveNames`); as it is when the candidate
+    has no module-level values, the common case, which spares the two walks of the tree."""
+    return LiveNames(live_names(tree, values)).visit(tree) if values else tree
 
 
 def live_names(tree: ast.Module, values: set) -> dict:
     """Test name -> candidate name for the candidate's values (`values`) that the test reads and never binds itself:
     used as they are (as when tests are appended to the code), or bound only by `from solution import memo [as m]`."""
-    imported, imports = {}, set()
-    for node in ast.walk(tree):
+    imported, imports, bound = {}, set(), set()
+    for node in ast.walk(tree):  # breadth first: an import's assignment comes before its target name
         call = node.value if isinstance(node, ast.Assign) else None
         if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "__judge_import__":
             target, (source,) = node.targets[0], call.args
             imports.add(id(target))
             imported[target.id] = source.value if imported.get(target.id, source.value) == source.value else None
-    bound = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in imports:
+        elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in imports:
             bound.add(node.id)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             bound.add(node.name)

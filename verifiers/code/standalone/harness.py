@@ -22,6 +22,7 @@ import os
 import resource
 import struct
 import sys
+import time
 import traceback
 import types
 
@@ -88,6 +89,30 @@ def _syscall_filter() -> bytes:
     return b"".join(struct.pack("HBBI", *instruction) for instruction in program)
 
 
+class KernelRestriction:
+    """What `restrict_kernel_objects` needs, made once: the C library's functions, the native keyctl number and the
+    seccomp program. Building them costs ctypes a few new types per process (about half a millisecond); the fork
+    server (zygote.py) makes them before it forks, so each candidate inherits them. They hold constants only, and
+    are used before any candidate code runs."""
+
+    def __init__(self):
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.syscall, self.prctl = self.libc.syscall, self.libc.prctl
+        self.keyctl = KEYCTL.get(os.uname().machine)
+        program = _syscall_filter()
+        self.buffer = ctypes.create_string_buffer(program)
+        self.fprog = ctypes.c_char_p(struct.pack("HP", len(program) // 8, ctypes.addressof(self.buffer)))
+
+
+_RESTRICTION: list = []  # the one KernelRestriction of this process, once made
+
+
+def prepare_kernel_restriction() -> KernelRestriction:
+    if not _RESTRICTION:
+        _RESTRICTION.append(KernelRestriction())
+    return _RESTRICTION[0]
+
+
 def restrict_kernel_objects() -> None:
     """A session keyring of its own (the one inherited from the trainer may hold its keys), then a seccomp filter: no
     user namespace (inside one it could mount a tmpfs and reach kernel code unprivileged users otherwise cannot:
@@ -95,16 +120,10 @@ def restrict_kernel_objects() -> None:
     keys, no BPF, no inotify or fanotify. What else a candidate can create ends with its namespaces (System V IPC and
     POSIX message queues with its IPC namespace, sockets with its network namespace, files with its /tmp) or with its
     processes (memfd files, timers, eventfds, locks)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    keyctl = KEYCTL.get(os.uname().machine)
-    if keyctl is not None and libc.syscall(keyctl, KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
+    kernel = prepare_kernel_restriction()
+    if kernel.keyctl is not None and kernel.syscall(kernel.keyctl, KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
         raise OSError(ctypes.get_errno(), "cannot join a session keyring of its own")
-    program = _syscall_filter()
-    buffer = ctypes.create_string_buffer(program)
-    fprog = struct.pack("HP", len(program) // 8, ctypes.addressof(buffer))
-    if (
-        libc.prctl(38, 1, 0, 0, 0) != 0 or libc.prctl(22, 2, ctypes.c_char_p(fprog), 0, 0) != 0
-    ):  # NO_NEW_PRIVS, SECCOMP
+    if kernel.prctl(38, 1, 0, 0, 0) != 0 or kernel.prctl(22, 2, kernel.fprog, 0, 0) != 0:  # NO_NEW_PRIVS, SECCOMP
         raise OSError(ctypes.get_errno(), "cannot install the seccomp filter")
 
 
@@ -117,6 +136,7 @@ def apply_limits(limits: dict) -> None:
         os.setgroups([])
         os.setgid(uid)
         os.setuid(uid)
+    mark(limits, "harness_uid_dropped")
     restrict_kernel_objects()  # after the uid drop: the new session keyring belongs to the candidate's uid
     os.chdir(limits["workdir"])
     sys.path.extend(limits.get("path") or ())  # site-packages, with `site_packages=True`; read-only where mounted
@@ -280,7 +300,14 @@ def set_up(limits: dict, reply_fd: int) -> None:
     except BaseException as exc:
         write_message(reply_fd, {"setup": "failed", "error": describe(exc)})
         raise SystemExit(70) from None
-    write_message(reply_fd, {"setup": "ok"})
+    mark(limits, "harness_set_up")
+    write_message(reply_fd, {"setup": "ok"} if "t" not in limits else {"setup": "ok", "t": limits["t"]})
+
+
+def mark(limits: dict, name: str) -> None:
+    """A reading for the benchmark's breakdown (sandbox/stages.py), only when the verifier asked for them."""
+    if "t" in limits:
+        limits["t"][name] = time.monotonic()
 
 
 def serve(request_fd: int, reply_fd: int, limits: dict) -> None:
@@ -289,10 +316,12 @@ def serve(request_fd: int, reply_fd: int, limits: dict) -> None:
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 2)  # stderr was for start-up failures only
     os.close(devnull)
+    mark(limits, "harness_started")
     requests = LineReader(request_fd, MAX_REQUEST_BYTES)
     init = requests.read_message()
     if init is None:
         return
+    mark(limits, "harness_received")
     if init["mode"] == "script":
         stdin_from_text(init.get("stdin", ""))
         os.close(request_fd)

@@ -1,7 +1,8 @@
 """The trusted side of a code verification: runs the hidden test code against proxies of the candidate's functions.
 
-A zygote started once per verifier (`python -I judge.py CONTROL_FD`) forks one child per verification. The child
-receives three descriptors over the control socket: the job socket (to the verifier), the request pipe (to the
+A zygote started once per verifier (`python -I judge.py CONTROL_FD`) forks one child per verification, ahead of it
+(the child waits for its job, so a verification does not wait for the fork). The child receives, through the zygote,
+the three descriptors sent over the control socket: the job socket (to the verifier), the request pipe (to the
 candidate sandbox) and the reply pipe (from it). The test code runs here, never in the sandbox: every call of a
 candidate function becomes a request carrying its arguments, and the reply is decoded as plain builtin data, so the
 `==` of an assert is always the builtin one and the expected values never leave this process.
@@ -16,11 +17,13 @@ and formats_*.py (each format). A candidate's exception reaches the test code wi
 exception that escapes the formats) is reported as `judge_error`, never as a failing test.
 """
 
+import gc
 import os
 import resource
 import signal
 import socket
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from formats_units import CandidateFailure, CandidateGone, JudgeFault, describe  # noqa: E402
@@ -57,7 +60,8 @@ def bounded(value, depth: int = 0):
     return str(type(value).__name__)
 
 
-def run_job(job_fd: int, request_fd: int, reply_fd: int) -> None:
+def run_job(job_fd: int, request_fd: int, reply_fd: int, received: float = 0.0) -> None:
+    forked, cpu_at_fork = time.monotonic(), time.process_time()
     job = LineReader(job_fd, MAX_MESSAGE_BYTES).read_message()
     if job is None:
         return
@@ -74,25 +78,72 @@ def run_job(job_fd: int, request_fd: int, reply_fd: int) -> None:
     except Exception as exc:  # the test code's exceptions are judged inside judge(): what escapes is the judge's own
         verdict = {"judge_error": describe(exc)}
     os.close(request_fd)  # end of file tells the candidate harness to exit
+    if job.get("stages"):  # the benchmark's readings (sandbox/stages.py): the sandbox's, relayed, then the judge's
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        judge_events = {"judge_received": received, "judge_forked": forked, "judge_verdict": time.monotonic()}
+        if session.prepared is not None:
+            judge_events.update(
+                judge_prepared=session.prepared[0], judge_prepare_cpu_s=session.prepared[1] - cpu_at_fork
+            )
+        verdict["t"] = {**(session.events or {}), **judge_events, "judge_cpu_s": usage.ru_utime + usage.ru_stime}
     write_message(job_fd, bounded(verdict))
+
+
+def spare_child(control: socket.socket, spares: list) -> socket.socket:
+    """Fork a child ahead of its job, so that a verification does not wait for the fork: it waits on a socket of its
+    own for the job's three descriptors (and the time the zygote received them), runs the job and exits. Returns
+    the zygote's end of that socket. Each child is still a fresh fork of the zygote, used for one job only."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    if os.fork() == 0:
+        try:
+            for held in (control, ours, *spares):
+                held.close()
+            signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+            message, fds, _, _ = socket.recv_fds(theirs, 64, 3)
+            theirs.close()
+            if message and len(fds) == 3:
+                run_job(*fds, float(message))
+        finally:
+            os._exit(0)
+    theirs.close()
+    return ours
+
+
+def hand_over(spares: list, fds: list, received: float) -> bool:
+    """Give the job's descriptors to a waiting child; False if none took them (one that died while it waited)."""
+    while spares:
+        child = spares.pop(0)
+        try:
+            socket.send_fds(child, [repr(received).encode()], fds)
+            return True
+        except OSError:
+            pass
+        finally:
+            child.close()
+    return False
 
 
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    gc.freeze()  # what the judge has loaded stays out of its children's collections, so they share its pages
+    spares = [spare_child(control, [])]
     while True:
         message, fds, _, _ = socket.recv_fds(control, 16, 3)
+        received = time.monotonic()
         if not message:
             return
-        if len(fds) == 3 and os.fork() == 0:
+        if len(fds) == 3 and not hand_over(spares, fds, received) and os.fork() == 0:
             control.close()
             signal.signal(signal.SIGCHLD, signal.SIG_DFL)
             try:
-                run_job(*fds)
+                run_job(*fds, received)
             finally:
                 os._exit(0)
         for fd in fds:
             os.close(fd)
+        if not spares:  # the next child is forked once this job's descriptors are closed here: it holds none of them
+            spares.append(spare_child(control, spares))
 
 
 if __name__ == "__main__":

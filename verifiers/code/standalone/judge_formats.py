@@ -11,10 +11,11 @@ anything from the candidate reached it (`reference_fault`).
 
 import ast
 import sys
+import time
 
 from formats_asserts import AssertRecorder, Tally, unused_functions
 from formats_calls import judge_cases
-from formats_imports import ImportRewriter, LiveNames, live_names
+from formats_imports import ImportRewriter, with_live_names
 from formats_modules import count_tests, is_test_module, process_tool
 from formats_pytest import make_stand_in
 from formats_runner import run_test_module
@@ -81,6 +82,8 @@ def judge(job: dict, session: Session) -> dict:
             if not recorder.lines:
                 return {"unusable": "the test code has no assert statement"}
             total = len(recorder.lines)
+    if job.get("stages"):  # the benchmark's readings (sandbox/stages.py): the test is ready to run
+        session.prepared = (time.monotonic(), time.process_time())
     started = start_candidate(session)
     if "globals" not in started:
         return {"total": total, **started}
@@ -99,7 +102,11 @@ def start_candidate(session: Session) -> dict:
         return {"internal": f"the sandbox ended before running the candidate ({exc})"}
     if setup.get("setup") != "ok":
         return {"internal": f"the sandbox could not set up the candidate's limits: {str(setup.get('error'))[:300]}"}
+    if type(setup.get("t")) is dict:  # the benchmark's readings (sandbox/stages.py), relayed with the verdict
+        session.events = {**setup["t"], "judge_set_up": time.monotonic()}
     ready = session.read_message()
+    if session.events is not None:
+        session.events["judge_ready"] = time.monotonic()
     if ready.get("ready") is not True or type(ready.get("globals")) is not dict:
         return {"passed": 0, "error": f"candidate_error: {str(ready.get('error'))[:300]}"}
     return {"globals": ready["globals"]}
@@ -116,7 +123,7 @@ def judge_asserts(job: dict, session: Session, tree: ast.Module, recorder: Asser
         bind_solution_module(namespace, session, kinds, job.get("module") or "solution", (referenced, as_module))
         # run as `python -c code + tests` runs it: `if __name__ == "__main__":` blocks run
         namespace.update(__name__="__main__", __judge_assert__=tally)
-        tree = ast.fix_missing_locations(LiveNames(live_names(tree, candidate_values(kinds))).visit(tree))
+        tree = with_live_names(tree, candidate_values(kinds))
         exec(compile(tree, TEST_FILE, "exec"), namespace)
         if entry_point:
             check = namespace.get(job.get("check_name") or "check")
@@ -157,7 +164,7 @@ def judge_test_module(job: dict, session: Session, tree: ast.Module, kinds: dict
     try:
         namespace = bind_candidate(session, kinds, referenced, as_module)
         bind_solution_module(namespace, session, kinds, module, (referenced, as_module))
-        tree = ast.fix_missing_locations(LiveNames(live_names(tree, candidate_values(kinds))).visit(tree))
+        tree = with_live_names(tree, candidate_values(kinds))
         exec(compile(tree, TEST_FILE, "exec"), namespace)
     except UnsupportedTest as exc:
         return {"unusable": str(exc)}

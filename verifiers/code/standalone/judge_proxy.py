@@ -38,6 +38,8 @@ class Session:
         self.actions = 0
         self.budget_s = budget_s
         self.reading_s = 0.0  # CPU time spent on the candidate's replies
+        self.events = None  # the benchmark's readings, when the sandbox sent some (sandbox/stages.py)
+        self.prepared = None  # (wall, CPU) readings once the test is parsed, for the same
 
     def charge(self, since: float) -> None:
         self.reading_s += time.process_time() - since

@@ -30,6 +30,7 @@ import signal
 import socket
 import struct
 import sys
+import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -74,9 +75,13 @@ def isolate(tmp_mb: int, cgroup: bool) -> None:
 
 
 def init(job: dict, request_r: int, reply_w: int, stdout_w: int, status_w: int, cgroup_fds=()) -> None:
+    events = job["limits"].get("t")  # the benchmark's readings (sandbox/stages.py), only when asked for
+    mark(events, "init_begin")
     try:
         join_cgroup(cgroup_fds)
+        mark(events, "init_cgroup_joined")
         isolate(job["tmp_mb"], bool(cgroup_fds))
+        mark(events, "init_isolated")
         pid = os.fork()
     except OSError as exc:
         write_message(status_w, {"error": f"the sandbox could not isolate the candidate: {exc}"})
@@ -84,6 +89,7 @@ def init(job: dict, request_r: int, reply_w: int, stdout_w: int, status_w: int, 
     if pid == 0:
         try:
             os.close(status_w)
+            mark(events, "harness_begin")
             run_candidate(job, request_r, reply_w, stdout_w)
         finally:
             os._exit(70)
@@ -92,8 +98,15 @@ def init(job: dict, request_r: int, reply_w: int, stdout_w: int, status_w: int, 
     while True:
         child, status = os.wait()  # orphans of the namespace are reaped here too
         if child == pid:
-            write_message(status_w, {"exit": os.waitstatus_to_exitcode(status)})
+            mark(events, "init_saw_exit")
+            report = {"exit": os.waitstatus_to_exitcode(status)}
+            write_message(status_w, report if events is None else {**report, "t": events})
             return
+
+
+def mark(events, name: str) -> None:
+    if events is not None:
+        events[name] = time.monotonic()
 
 
 def run_candidate(job: dict, request_r: int, reply_w: int, stdout_w: int) -> None:
@@ -147,6 +160,7 @@ class Server:
         self.own_pid_namespace = os.open("/proc/self/ns/pid", os.O_RDONLY)
         self.inits = {}  # pidfd -> (pid, status_w, kill_r)
         self.kill_pipes = {}  # kill_r -> pidfd, until the init is killed
+        self.timed = {}  # pidfd -> the benchmark's readings of its kill and reap, only when asked for
         self.poller = select.poll()  # not select(): hundreds of workers may hold descriptors past FD_SETSIZE
         self.poller.register(control, select.POLLIN)
 
@@ -160,6 +174,7 @@ class Server:
                     self.poller.unregister(fd)
                     pidfd = self.kill_pipes.pop(fd)
                     os.kill(self.inits[pidfd][0], signal.SIGKILL)  # unreaped, so the pid is still this init's
+                    mark(self.timed.get(pidfd), "server_killed")
             for fd in ready:
                 if fd in self.inits:
                     self.reap(fd)
@@ -175,6 +190,8 @@ class Server:
     def start(
         self, job: dict, request_r: int, reply_w: int, stdout_w: int, status_w: int, kill_r: int, *cgroup_fds
     ) -> None:
+        if job["limits"].get("stages"):
+            job["limits"]["t"] = {"server_received": time.monotonic()}
         try:
             _check(LIBC.unshare(CLONE_NEWPID), "unshare")  # the next child is PID 1 of a new PID namespace
             try:
@@ -195,6 +212,8 @@ class Server:
                 os._exit(70)
         close_all((request_r, reply_w, stdout_w, *cgroup_fds))
         pidfd = os.pidfd_open(pid)
+        if job["limits"].get("stages"):
+            self.timed[pidfd] = {}
         self.inits[pidfd] = (pid, status_w, kill_r)
         self.kill_pipes[kill_r] = pidfd
         self.poller.register(pidfd, select.POLLIN)
@@ -206,8 +225,10 @@ class Server:
             self.poller.unregister(kill_r)
         self.poller.unregister(pidfd)
         os.waitpid(pid, 0)  # an init ends only once every process of its namespace is gone
+        events = self.timed.pop(pidfd, None)
+        mark(events, "server_reaped")
         try:
-            write_message(status_w, {"reaped": True})
+            write_message(status_w, {"reaped": True} if events is None else {"reaped": True, "t": events})
         except OSError:  # the verifier gave up on this one
             pass
         close_all((pidfd, status_w, kill_r))
@@ -227,6 +248,7 @@ def main() -> None:
         __import__(name)
     for name in ("unshare", "setns", "mount"):
         getattr(LIBC, name)  # looked up once here, not in every child
+    harness.prepare_kernel_restriction()  # ctypes types and the seccomp program, inherited by every candidate
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     control.send(b"started")

@@ -1,0 +1,179 @@
+"""The `math` verifier decides each question of a batch once and keeps worker verdicts in a bounded cache: same
+verdicts and reasons item for item, stats per call, failures never cached."""
+
+import json
+import random
+import threading
+from pathlib import Path
+
+import pytest
+
+from trl_grpo_ext.verifiers import as_reward_function, get_verifier
+from trl_grpo_ext.verifiers.core.deadline_pool import TaskOutcome
+
+DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "math_equivalence"
+REFERENCE = "x^2+2x+1"
+# 8 completions, 3 distinct answers: two need a worker ((x+1)^2, x^2), one is decided in-process (the same string).
+GROUP = [r"\boxed{(x+1)^2}"] * 4 + [r"\boxed{x^2+2x+1}"] * 2 + [r"\boxed{x^2}", r"The answer is $\boxed{x^2}$."]
+
+
+@pytest.fixture(scope="module")
+def verifier():
+    verifier = get_verifier("math", timeout_s=5.0, n_workers=1)
+    yield verifier
+    verifier.close()
+
+
+def test_a_group_of_8_with_3_distinct_answers(verifier):
+    verifier.clear_cache()
+    results, stats = verifier.verify_batch_with_stats(GROUP, [REFERENCE] * 8)
+    assert [r.score for r in results] == [1.0] * 6 + [0.0] * 2
+    assert stats.items == 8 and stats.duplicates == 5 and stats.dedup_rate == 5 / 8
+    assert (stats.cache_lookups, stats.cache_hits) == (2, 0)  # two distinct worker questions, a cold cache
+    assert len(stats.item_seconds) == 8 and all(s >= 0 for s in stats.item_seconds)
+    again, stats = verifier.verify_batch_with_stats(GROUP, [REFERENCE] * 8)
+    assert again == results
+    assert (stats.cache_lookups, stats.cache_hits) == (2, 2)
+
+
+def test_answers_that_normalise_alike_are_one_question(verifier):
+    completions = [r"\boxed{\dfrac{x}{3}}", r"\boxed{\frac{x}{3}}", r"So $\boxed{\tfrac{x}{3}}$.", r"\frac{x}{4}"]
+    results, stats = verifier.verify_batch_with_stats(completions, ["x/3"] * 4)
+    assert stats.duplicates == 2  # three texts of one question, and another question
+    assert [r.score for r in results] == [1.0, 1.0, 1.0, 0.0]
+    assert [r.extracted for r in results] == [r"\dfrac{x}{3}", r"\frac{x}{3}", r"\tfrac{x}{3}", r"\frac{x}{4}"]
+    assert [r.details["how"] for r in results] == ["boxed", "boxed", "boxed", "bare"]
+
+
+def test_the_reward_function_logs_the_batch_metrics():
+    reward = as_reward_function("math", n_workers=1, start_workers=False)
+    try:
+        metrics = {}
+        reward(completions=GROUP, answer=[REFERENCE] * 8, log_metric=metrics.__setitem__)
+        assert metrics["math/dedup_rate"] == 5 / 8 and metrics["math/cache_hit_rate"] == 0.0
+        assert metrics["math/verify_time_s_max"] <= metrics["math/verify_time_s"]
+        assert (
+            metrics["math/verify_time_s_p50"] <= metrics["math/verify_time_s_p95"] <= metrics["math/verify_time_s_max"]
+        )
+        reward(completions=GROUP, answer=[REFERENCE] * 8, log_metric=metrics.__setitem__)
+        assert metrics["math/cache_hit_rate"] == 1.0
+    finally:
+        reward.verifier.close()
+
+
+def test_stats_of_concurrent_calls_do_not_mix(verifier):
+    """Two threads verify different batches at once, many times: each call's stats describe its own batch."""
+    batches = {
+        "group": (GROUP, [REFERENCE] * 8, 8, 5),
+        "unique": ([rf"\boxed{{{i}}}" for i in range(5)], [str(i) for i in range(5)], 5, 0),
+    }
+    barrier, failures = threading.Barrier(2), []
+
+    def run(name: str) -> None:
+        completions, references, items, duplicates = batches[name]
+        barrier.wait()
+        for _ in range(20):
+            results, stats = verifier.verify_batch_with_stats(completions, references)
+            if (stats.items, stats.duplicates, len(stats.item_seconds), len(results)) != (
+                items,
+                duplicates,
+                items,
+                items,
+            ):
+                failures.append((name, stats))
+
+    threads = [threading.Thread(target=run, args=(name,)) for name in batches]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []
+
+
+@pytest.mark.parametrize("status", ["timeout", "crashed", "stalled", "unavailable", "error"])
+def test_failures_and_timeouts_are_never_cached(monkeypatch, status):
+    verifier = get_verifier("math", n_workers=1)
+    asked = []
+
+    def fake_workers(pair_lists):
+        asked.append(len(pair_lists))
+        return [TaskOutcome(status, error="boom", error_type="RecursionError")] * len(pair_lists)
+
+    monkeypatch.setattr(verifier, "_compare_in_workers", fake_workers)
+    first = verifier.verify_batch([r"\boxed{(x+1)^2}"], [REFERENCE])
+    second, stats = verifier.verify_batch_with_stats([r"\boxed{(x+1)^2}"], [REFERENCE])
+    assert asked == [1, 1] and (stats.cache_lookups, stats.cache_hits) == (1, 0)
+    assert first == second and first[0].score in (0.0, None)
+
+
+def test_a_decision_is_cached_and_cache_mb_0_turns_it_off(monkeypatch):
+    for cache_mb, expected_asks in ((64, [1]), (0, [1, 1])):
+        verifier = get_verifier("math", n_workers=1, cache_mb=cache_mb)
+        asked = []
+
+        def fake_workers(pair_lists, asked=asked):
+            asked.append(len(pair_lists))
+            return [TaskOutcome("ok", value=(True, "symbolic"))] * len(pair_lists)
+
+        monkeypatch.setattr(verifier, "_compare_in_workers", fake_workers)
+        first = verifier.verify_batch([r"\boxed{(x+1)^2}"], [REFERENCE])
+        second, stats = verifier.verify_batch_with_stats([r"\boxed{(x+1)^2}"], [REFERENCE])
+        assert asked == expected_asks and first == second and first[0].score == 1.0
+        assert stats.cache_hit_rate == (1.0 if cache_mb else None)
+
+
+def test_a_bad_cache_mb_names_the_option():
+    with pytest.raises(ValueError, match=r"cache_mb=-5 is not valid.*>= 0"):
+        get_verifier("math", cache_mb=-5)
+
+
+def test_the_cache_is_bounded_by_bytes(monkeypatch):
+    verifier = get_verifier("math", n_workers=1, cache_mb=0.002)  # about 2 kB: a handful of verdicts
+    monkeypatch.setattr(
+        verifier,
+        "_compare_in_workers",
+        lambda pair_lists: [TaskOutcome("ok", value=(False, "different"))] * len(pair_lists),
+    )
+    verifier.verify_batch([rf"\boxed{{x^{{{i}}}}}" for i in range(3, 60)], [REFERENCE] * 57)
+    assert 0 < len(verifier._verdicts) < 57 and verifier._verdicts.bytes <= 0.002 * 2**20
+
+
+def public_pairs() -> list[dict]:
+    if not DATA.is_dir():
+        pytest.skip(f"the public math pairs are not at {DATA}")
+    return [json.loads(line) for path in sorted(DATA.glob("*.jsonl")) for line in path.open() if line.strip()]
+
+
+def test_public_pairs_get_the_same_results_with_and_without_dedup_and_cache():
+    """Every item's full result (score, reason, extracted answer, details) is the same when verified alone with the
+    cache off, in one batch (cold cache), again (warm cache), and inside a shuffled GRPO-shaped batch of repeats."""
+    cases = public_pairs()
+    preds, golds = [c["pred"] for c in cases], [c["gold"] for c in cases]
+    alone_verifier = get_verifier("math", timeout_s=5.0, n_workers=2, cache_mb=0)
+    batch_verifier = get_verifier("math", timeout_s=5.0, n_workers=2)
+    try:
+        alone = [alone_verifier.verify_batch([p], [g])[0] for p, g in zip(preds, golds)]
+        cold = batch_verifier.verify_batch(preds, golds)
+        warm, warm_stats = batch_verifier.verify_batch_with_stats(preds, golds)
+        order = [i for i in range(len(cases)) for _ in range(3)]
+        random.Random(0).shuffle(order)
+        grpo, grpo_stats = batch_verifier.verify_batch_with_stats([preds[i] for i in order], [golds[i] for i in order])
+    finally:
+        alone_verifier.close()
+        batch_verifier.close()
+
+    def comparable(result):  # a traceback's text names the frames it went through, which differ by call path
+        return (
+            result.score,
+            result.reason,
+            result.extracted,
+            {k: v for k, v in result.details.items() if k != "traceback"},
+        )
+
+    assert [comparable(r) for r in cold] == [comparable(r) for r in alone]
+    assert [comparable(r) for r in warm] == [comparable(r) for r in alone]
+    assert [comparable(r) for r in grpo] == [comparable(alone[i]) for i in order]
+    assert warm_stats.cache_hits == warm_stats.cache_lookups > 100
+    assert grpo_stats.duplicates >= 2 * len(cases)
+    agreed = sum((r.score == 1.0) == c["expected"] for r, c in zip(cold, cases))
+    assert agreed == 493 and len(cases) == 518
