@@ -30,6 +30,7 @@ from typing import Any
 from .cache import batch_metrics
 from .completions import completion_text
 from .contract import VerificationResult, internal_error, is_missing
+from .failures import FailureWatch, warn_check_errors, warn_internal_errors
 from .registry import get_verifier
 
 logger = logging.getLogger("trl_grpo_ext.verifiers.reward")
@@ -44,8 +45,6 @@ TRACKED_REASONS = {
     "comparison_error": "comparison_error",
     "judge_error": "judge_error",
 }
-# Reasons of a 0 that is not a verdict on the answer but an exception while checking it (a bug the answer triggers).
-CHECK_ERRORS = ("comparison_error", "judge_error")
 
 
 def _reason_shares(results: list[VerificationResult]) -> dict[str, float]:
@@ -143,7 +142,7 @@ class VerifierReward:
         # TRL names a callable object by its `__name__` (trl.trainer.utils.get_callable_name).
         self.__name__ = self.__qualname__ = f"{name}_reward"
         self.verifier = get_verifier(name, **verifier_options)
-        self._watch = _FailureWatch(name, max_failed_batches)
+        self._watch = FailureWatch(name, max_failed_batches)
         atexit.register(_close_if_alive, weakref.ref(self.verifier))
         if start_workers:
             _start_in_background(name, self.verifier)
@@ -204,8 +203,8 @@ class VerifierReward:
             pending.cancel()
             pending = self._prepare(**call)
         results, asked = pending.wait()
-        _warn_internal_errors(name, results)
-        _warn_check_errors(name, results, pending.references)
+        warn_internal_errors(name, results)
+        warn_check_errors(name, results, pending.references)
         if log_metric is not None:
             for metric, value in {**_reason_shares(results), **pending.metrics}.items():
                 log_metric(f"{name}/{metric}", value)
@@ -376,78 +375,3 @@ def _checked(result: Any) -> VerificationResult:
     if result.score is not None and not (isinstance(result.score, numbers.Real) and math.isfinite(result.score)):
         return internal_error(f"score {result.score!r:.40} is not a finite number (reason {result.reason!r:.80})")
     return result if result.score is None else dataclasses.replace(result, score=float(result.score))
-
-
-def _warn_internal_errors(name: str, results: list[VerificationResult]) -> None:
-    """One warning per batch, however many items failed."""
-    reasons = Counter(r.reason for r in results if r.is_internal_error)
-    if reasons:
-        logger.warning(
-            "verifier %r failed on %d of %d items (reward None: left out of their group's statistics): %s",
-            name,
-            sum(reasons.values()),
-            len(results),
-            _summary(reasons),
-        )
-
-
-def _warn_check_errors(name: str, results: list[VerificationResult], references: list[Any]) -> None:
-    """One warning per batch for the answers whose check raised, with the first such answer and its reference."""
-    failed = [(r, ref) for r, ref in zip(results, references) if r.reason.startswith(CHECK_ERRORS)]
-    if not failed:
-        return
-    first, reference = failed[0]
-    error = first.details.get("error") if isinstance(first.details, dict) else None
-    logger.warning(
-        "verifier %r raised while checking %d of %d answers (scored 0, not a verdict on them; a bug of the verifier "
-        "or of a library it uses): %s. First: answer %s, reference %s%s",
-        name,
-        len(failed),
-        len(results),
-        _summary(Counter(r.reason for r, _ in failed)),
-        f"{first.extracted!r:.300}" if first.extracted is not None else "(none extracted)",
-        f"{reference!r:.300}",
-        f", error {error!r:.500}" if error else "",
-    )
-
-
-def _summary(reasons: Counter, most: int = 3) -> str:
-    shown = [f"{reason[:300]!r} x{count}" for reason, count in reasons.most_common(most)]
-    if len(reasons) > most:
-        shown.append(f"and {len(reasons) - most} other reasons")
-    return "; ".join(shown)
-
-
-class _FailureWatch:
-    """Counts the batches in a row in which the verifier failed on every item it was asked about."""
-
-    def __init__(self, name: str, limit: int):
-        self.name, self.limit = name, limit
-        self.streak = 0
-        self.reasons: Counter = Counter()
-        self.example: VerificationResult | None = None
-        self._lock = threading.Lock()
-
-    def record(self, results: list[VerificationResult]) -> None:
-        """Raise RuntimeError once `limit` batches in a row failed; empty batches do not count. A check that raised
-        (`comparison_error`, `judge_error`) counts as a failure here: a verifier that raises on every answer (a
-        broken library, say) would otherwise train on zeros."""
-        if not results:
-            return
-        with self._lock:
-            if not all(r.is_internal_error or r.reason.startswith(CHECK_ERRORS) for r in results):
-                self.streak, self.reasons, self.example = 0, Counter(), None
-                return
-            self.streak += 1
-            self.reasons.update(r.reason for r in results)
-            self.example = self.example or results[0]
-            if self.streak < self.limit:
-                return
-            streak, reasons, example = self.streak, self.reasons, self.example
-            self.streak, self.reasons, self.example = 0, Counter(), None
-        trace = example.details.get("traceback") if example and isinstance(example.details, dict) else None
-        raise RuntimeError(
-            f"verifier {self.name!r} failed on every item of {streak} batches in a row (max_failed_batches="
-            f"{self.limit}), so training would go on without a reward signal. Reasons: {_summary(reasons)}."
-            + (f"\nThe first failure:\n{trace}" if trace else "")
-        )

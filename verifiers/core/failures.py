@@ -1,0 +1,91 @@
+"""How a verifier reward function reports failures: one warning per batch, and a stop after `max_failed_batches`
+batches in a row in which the verifier failed on every item (see `reward.py`)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import Counter
+from typing import Any
+
+from .contract import VerificationResult
+
+logger = logging.getLogger("trl_grpo_ext.verifiers.reward")  # the reward adapter's logger: its warnings
+
+# Reasons of a 0 that is not a verdict on the answer but an exception while checking it (a bug the answer triggers).
+CHECK_ERRORS = ("comparison_error", "judge_error")
+
+
+def warn_internal_errors(name: str, results: list[VerificationResult]) -> None:
+    """One warning per batch, however many items failed."""
+    reasons = Counter(r.reason for r in results if r.is_internal_error)
+    if reasons:
+        logger.warning(
+            "verifier %r failed on %d of %d items (reward None: left out of their group's statistics): %s",
+            name,
+            sum(reasons.values()),
+            len(results),
+            _summary(reasons),
+        )
+
+
+def warn_check_errors(name: str, results: list[VerificationResult], references: list[Any]) -> None:
+    """One warning per batch for the answers whose check raised, with the first such answer and its reference."""
+    failed = [(r, ref) for r, ref in zip(results, references) if r.reason.startswith(CHECK_ERRORS)]
+    if not failed:
+        return
+    first, reference = failed[0]
+    error = first.details.get("error") if isinstance(first.details, dict) else None
+    logger.warning(
+        "verifier %r raised while checking %d of %d answers (scored 0, not a verdict on them; a bug of the verifier "
+        "or of a library it uses): %s. First: answer %s, reference %s%s",
+        name,
+        len(failed),
+        len(results),
+        _summary(Counter(r.reason for r, _ in failed)),
+        f"{first.extracted!r:.300}" if first.extracted is not None else "(none extracted)",
+        f"{reference!r:.300}",
+        f", error {error!r:.500}" if error else "",
+    )
+
+
+def _summary(reasons: Counter, most: int = 3) -> str:
+    shown = [f"{reason[:300]!r} x{count}" for reason, count in reasons.most_common(most)]
+    if len(reasons) > most:
+        shown.append(f"and {len(reasons) - most} other reasons")
+    return "; ".join(shown)
+
+
+class FailureWatch:
+    """Counts the batches in a row in which the verifier failed on every item it was asked about."""
+
+    def __init__(self, name: str, limit: int):
+        self.name, self.limit = name, limit
+        self.streak = 0
+        self.reasons: Counter = Counter()
+        self.example: VerificationResult | None = None
+        self._lock = threading.Lock()
+
+    def record(self, results: list[VerificationResult]) -> None:
+        """Raise RuntimeError once `limit` batches in a row failed; empty batches do not count. A check that raised
+        (`comparison_error`, `judge_error`) counts as a failure here: a verifier that raises on every answer (a
+        broken library, say) would otherwise train on zeros."""
+        if not results:
+            return
+        with self._lock:
+            if not all(r.is_internal_error or r.reason.startswith(CHECK_ERRORS) for r in results):
+                self.streak, self.reasons, self.example = 0, Counter(), None
+                return
+            self.streak += 1
+            self.reasons.update(r.reason for r in results)
+            self.example = self.example or results[0]
+            if self.streak < self.limit:
+                return
+            streak, reasons, example = self.streak, self.reasons, self.example
+            self.streak, self.reasons, self.example = 0, Counter(), None
+        trace = example.details.get("traceback") if example and isinstance(example.details, dict) else None
+        raise RuntimeError(
+            f"verifier {self.name!r} failed on every item of {streak} batches in a row (max_failed_batches="
+            f"{self.limit}), so training would go on without a reward signal. Reasons: {_summary(reasons)}."
+            + (f"\nThe first failure:\n{trace}" if trace else "")
+        )
