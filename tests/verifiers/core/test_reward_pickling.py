@@ -56,7 +56,7 @@ def test_unpickled_with_start_workers_starts_them_in_the_background_where_it_arr
     try:
         assert arrived.start_workers and arrived.verifier._pool is not None  # started again, not waited for
         assert arrived.verifier._pool is not reward.verifier._pool
-        assert arrived(completions=[r"\boxed{x^2-1}"], answer=["(x-1)(x+1)"]) == [1.0]
+        assert arrived(completions=[r"\boxed{2}"], answer=["2"]) == [1.0]  # decided without waiting for them
     finally:
         arrived.verifier.close()
         reward.verifier.close()
