@@ -53,10 +53,12 @@ def test_each_candidate_has_every_stage_in_order(recording):
     try:
         if not forks_candidates(verifier.isolation):
             pytest.skip("stage readings are taken where candidates are forked: bubblewrap, as root")
-        results = verifier.verify_batch([ADD, "def add(a, b):\n    return a - b\n"] * 2, [ADD_TESTS] * 4)
+        # Four different programs: the verifier runs identical ones once.
+        programs = [f"{ADD}# {i}\n" for i in (0, 1)] + [f"def add(a, b):\n    return a - b  # {i}\n" for i in (0, 1)]
+        results = verifier.verify_batch(programs, [ADD_TESTS] * 4)
     finally:
         verifier.close()
-    assert [r.score for r in results] == [1.0, 0.0, 1.0, 0.0]
+    assert [r.score for r in results] == [1.0, 1.0, 0.0, 0.0]
     records = stages.collect()
     assert len(records) >= 4  # and the warm sandboxes the pool closed
     breakdown = load("code_breakdown")
