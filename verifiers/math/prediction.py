@@ -21,8 +21,8 @@ error in SLL mode and are parsed again in LL mode, with full-context prediction 
 When one alternative is the only one that can match the input, it is what full LL prediction returns, so taking it
 directly changes no parse. Used only in the SLL pass of `parse.latex_to_sympy`: a wrong path there ends in a syntax
 error, and the LL pass (which keeps ANTLR's prediction, so its error messages are unchanged) parses again. The FIRST
-sets and alternative numbers are read from the installed parser's ATN; if its grammar no longer has these rules and
-alternatives, nothing is overridden.
+sets are read from the installed parser's ATN, and a decision is taken only if its alternatives still call the rules
+above in this order: another grammar gets no override.
 """
 
 from __future__ import annotations
