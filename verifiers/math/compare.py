@@ -29,9 +29,18 @@ def leaves_equal(a: Leaf, b: Leaf, tol: Tolerance) -> bool:
 
 
 def _unordered_equal(a: tuple, b: tuple, tol: Tolerance) -> bool:
-    """Set equality: every item of `a` equals some item of `b` and vice versa (repeats do not count)."""
-    return all(any(_safe_equal(x, y, tol) for y in b) for x in a) and all(
-        any(_safe_equal(x, y, tol) for x in a) for y in b
+    """Set equality: every item of `a` equals some item of `b` and vice versa (repeats do not count). Each pair is
+    compared at most once: the second direction reuses what the first found (a comparison is deterministic)."""
+    known: dict[tuple[int, int], bool] = {}
+
+    def equal(i: int, j: int) -> bool:
+        if (i, j) not in known:
+            known[i, j] = _safe_equal(a[i], b[j], tol)
+        return known[i, j]
+
+    rows, columns = range(len(a)), range(len(b))
+    return all(any(equal(i, j) for j in columns) for i in rows) and all(
+        any(equal(i, j) for i in rows) for j in columns
     )
 
 

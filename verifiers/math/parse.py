@@ -18,6 +18,7 @@ from latex2sympy2_extended.latex2sympy2 import normalize_latex
 from sympy import MatrixBase
 
 from .normalize import plain_number
+from .prediction import CertainPredictions
 
 MAX_EXPONENT = 10_000
 MAX_MATRIX_POWER = 100
@@ -116,18 +117,23 @@ def _double_factorials(latex: str) -> tuple[str, dict]:
 
 
 try:  # the library's converter class is not public API: a release without it gets the public entry point
-    from latex2sympy2_extended.latex2sympy2 import _Latex2Sympy
+    from latex2sympy2_extended.latex2sympy2 import PSLexer, PSParser, _Latex2Sympy
 except ImportError:
     _Latex2Sympy = object
+    CERTAIN = None
+else:
+    CERTAIN = CertainPredictions(PSParser, PSLexer)
 
 
 class _Converter(_Latex2Sympy):
-    """latex2sympy2_extended's converter, with two speed-ups that do not change its result.
+    """latex2sympy2_extended's converter, with three speed-ups that do not change its result.
 
     - `sll=True` puts its ANTLR parser in SLL prediction mode and bails out on the first error: ANTLR's documented
       two-stage strategy. SLL prediction ignores the calling context, so it skips full-context lookahead and builds
       fewer prediction states; it either returns exactly the tree that the default LL mode returns or reports a syntax
       error, and then `latex_to_sympy` parses again in LL mode.
+    - In SLL mode, two decisions whose lookahead runs to the end of the input are taken without prediction when only
+      one alternative can match it (`prediction`).
     - Integer literals become `sympy.Integer` directly; the library passes them through `sympy.Number(text)`, which
       runs sympy's string parser (about 1 ms) for the same value.
     """
@@ -142,6 +148,7 @@ class _Converter(_Latex2Sympy):
             parser._interp.predictionMode = PredictionMode.SLL
             parser.removeErrorListeners()
             parser._errHandler = BailErrorStrategy()  # raises ParseCancellationException instead of recovering
+            CERTAIN.install(parser, latex_str)
         return parser
 
     def parse_number(self, text):

@@ -200,8 +200,8 @@ def test_solution_set_equals_sympy_as_set_for_rational_relations(seed):
     assert solution_set(condition, x) == condition.as_set()
 
 
-# Leaves in the shapes of final answers; some need ANTLR's full-context (LL) prediction (`x^2+2x+1` does),
-# so both stages of `latex_to_sympy` are exercised.
+# Leaves in the shapes of final answers; some need ANTLR's full-context (LL) prediction (`y^x^2` does), some
+# meet the decisions that `prediction` takes itself, so every stage of `latex_to_sympy` is exercised.
 PARSER_INPUTS = [
     r"\frac{3}{4}",
     r"-\frac{\sqrt{3}}{2}",
@@ -224,6 +224,27 @@ PARSER_INPUTS = [
     r"y_{1}",
     r"10\%",
     r"45^\circ",
+    r"y^x^2",
+    r"x_1^2 + x_{2}^{2}",
+    r"a_{n-1}^{3} b_k",
+    r"x^2_3",
+    r"2^{x_1}",
+    r"e^{i\pi}",
+    r"\sin^{2} x",
+    r"3 \pm \sqrt{2}",
+    r"\pm 4",
+    r"(1, 2)",
+    r"[0, 1)",
+    r"(x+1)(x-1)",
+    r"\{1, 2, 3\}",
+    r"\emptyset",
+    r"x = 5",
+    r"x \in [0, 1]",
+    r"[0, 1] \cup [2, 3]",
+    r"(a, b) = 3",
+    r"1, 2; 3",
+    r"\boxed{7}",
+    r"x^{2} \le 4",
 ]
 
 
@@ -264,8 +285,52 @@ def test_sll_stage_parses_simple_input_and_bails_out_on_input_that_needs_ll():
     from trl_grpo_ext.verifiers.math.parse import PARSE_CONFIG, _Converter, normalize_latex
 
     assert _Converter(sll=True).parse(normalize_latex(r"\frac{\sqrt{3}}{2}", PARSE_CONFIG)) is not None
+    # `x^2+2x+1` failed in SLL mode until `prediction` took its `^2` as a superscript itself
+    assert _Converter(sll=True).parse(normalize_latex("x^2+2x+1", PARSE_CONFIG)) is not None
     with pytest.raises(ParseCancellationException):
-        _Converter(sll=True).parse(normalize_latex("x^2+2x+1", PARSE_CONFIG))
+        _Converter(sll=True).parse(normalize_latex("y^x^2", PARSE_CONFIG))
+
+
+@pytest.mark.parametrize("latex", PARSER_INPUTS)
+def test_certain_predictions_are_what_ll_prediction_returns(latex):
+    """Wherever `prediction` would take a decision itself, ANTLR's full LL prediction (the parser's default mode)
+    returns the same alternative; and the inputs above meet all three of its decisions."""
+    from trl_grpo_ext.verifiers.math.parse import CERTAIN, PARSE_CONFIG, _Converter, normalize_latex
+
+    text = normalize_latex(latex, PARSE_CONFIG)
+    kinds = CERTAIN.token_kinds(text)
+    absent = CERTAIN.absent_rules(kinds)
+    checked = []
+
+    class Recording(_Converter):
+        def create_parser(self, latex_str):
+            parser = super().create_parser(latex_str)
+            predict = parser._interp.adaptivePredict
+
+            def adaptive_predict(input_stream, decision, outer_context):
+                mine = CERTAIN.certain(kinds, absent, decision, input_stream)
+                theirs = predict(input_stream, decision, outer_context)
+                if mine is not None:
+                    checked.append((decision, mine, theirs))
+                return theirs
+
+            parser._interp.adaptivePredict = adaptive_predict
+            return parser
+
+    Recording(sll=False).parse(text)
+    assert all(mine == theirs for _, mine, theirs in checked), checked
+    RECORDED_DECISIONS.update(decision for decision, _, _ in checked)
+
+
+RECORDED_DECISIONS: set[int] = set()
+
+
+def test_certain_predictions_cover_their_three_decisions():
+    from trl_grpo_ext.verifiers.math.parse import CERTAIN
+
+    for latex in PARSER_INPUTS:
+        test_certain_predictions_are_what_ll_prediction_returns(latex)
+    assert RECORDED_DECISIONS == {*CERTAIN.rules, CERTAIN.atom_expr} and len(RECORDED_DECISIONS) == 3
 
 
 @given(st.text(alphabet="0123456789,", min_size=1, max_size=30).filter(lambda t: any(c.isdigit() for c in t)))
