@@ -3,22 +3,26 @@
     python examples/grpo_tool.py                 # or: make demo-tool (seed 0, both runs)
     python examples/grpo_tool.py --seeds 0 1 2   # the figures of docs/tools.md
 
-The task: `123*456` -> `56088`, products of two 3-digit numbers. The embedded tiny model (2 layers, hidden size 64,
-character tokenizer, random weights) cannot compute them itself; with the sandboxed Python tool
-(`trl_grpo_ext.tools`) it only has to call it with the question's expression and copy the result into `\\boxed{}`.
+The task: `456*789` -> `359784`, products of two 3-digit numbers (317 to 999, so that every product has 6 digits).
+The embedded tiny model (2 layers, hidden size 64, character tokenizer, random weights) cannot compute them itself;
+with the sandboxed Python tool (`trl_grpo_ext.tools`) it has to call it with the question's expression and copy the
+result into `\\boxed{}`.
 
 Each seed trains two runs from the same randomly initialised model:
-1. Format warm-up (supervised, a few seconds) on a different task, sums and differences of 3-digit numbers (`123+456`,
-   `456-123`): the tool run sees completions that call `python` on the question's numbers with an operator drawn at
-   *random* from `+ - *` (independent of the question), the tool's answer, and that answer boxed; the run without the
-   tool sees the same boxed answers without the call. This teaches the call syntax and the boxing, nothing about
-   products: no product question is ever shown, and the operator carries no information about the question's.
-2. GRPO with `GRPOExtTrainer` (default estimators, beta 0.04 towards the warmed-up model) on product questions, reward
-   = the `math` verifier against the product. The tool run passes `tools=[python tool]` and the tool-calling chat
-   template of the tiny model (`enable_tool_calls`); TRL's own tool loop runs the calls (one per completion).
-3. Held-out accuracy before and after: 32 product questions never trained on (the same on every machine),
-   `--eval_samples` completions each, sampled at the training temperature through the same tool loop, scored by the
-   same verifier; the mean over questions with a 95% bootstrap interval over questions.
+1. Format warm-up (supervised, `--warmup_steps`) on a different task, sums and differences (`456+789`, `789-456`):
+   the tool run learns completions that call `python` on the question's numbers with an operator drawn at *random*
+   from `+ - *`, independent of the question's, then box the tool's answer; the run without the tool learns the same
+   boxed answers without the call. This teaches the call syntax, copying numbers into the call and the tool's answer
+   into the box, and nothing about products: no product question is shown, and the operator of the call carries no
+   information about the question's. The policy with the tool starts near 1 in 3 at best (a right call needs `*`).
+2. GRPO with `GRPOExtTrainer` (default estimators, beta 0.04 towards the warmed-up model) on product questions. The
+   reward is the `math` verifier against the product, for answers written as a number (the verifier evaluates
+   expressions: it would accept `\\boxed{456*789}` and do the multiplication itself). The tool run passes
+   `tools=[python tool]` and the tool-calling chat template of the tiny model (`enable_tool_calls`); TRL's own tool
+   loop runs the calls (at most one per completion).
+3. Held-out accuracy before and after GRPO: 32 product questions never trained on (the same on every machine),
+   `--eval_samples` completions each, sampled at the training temperature through the same tool loop and scored by
+   the same reward; the mean over questions with a 95% bootstrap interval over questions.
 
 Prints one row per run and seed, and the mean over seeds. Seeds are fixed and each run trains `--max_steps` steps, so
 a seed gives the same figures on any machine (only slower or faster).
@@ -38,15 +42,18 @@ import warnings
 from pathlib import Path
 
 DEFAULTS = dict(
-    max_steps=60,
+    max_steps=40,
     num_generations=8,
     prompts_per_step=16,
     learning_rate=1e-3,
     beta=0.04,
-    warmup_steps=150,
-    eval_samples=8,
+    warmup_steps=1000,
+    eval_samples=4,
     output_dir="outputs/grpo_tool",
 )
+# Both numbers of a question (the warm-up's too): 3 digits, and their product always 6 (317 * 317 = 100489), so the
+# answer the model copies from the tool has the same length in every product question.
+OPERANDS = (317, 999)
 HELD_OUT_COUNT = 32
 HELD_OUT_SEED = 24  # the held-out questions: the same on every machine and for every --seeds
 # The warm-up call's operator, drawn independently of the question's.
@@ -79,7 +86,7 @@ def product_rows(count: int, seed: int, exclude: set = frozenset()) -> list[dict
     rng = random.Random(seed)
     rows, seen = [], set(exclude)
     while len(rows) < count:
-        a, b = rng.randint(100, 999), rng.randint(100, 999)
+        a, b = rng.randint(*OPERANDS), rng.randint(*OPERANDS)
         if (a, b) not in seen:
             seen.add((a, b))
             rows.append({"prompt": question(a, b, "*"), "answer": str(a * b), "pair": [a, b]})
@@ -124,7 +131,7 @@ def tool_result_text(tokenizer, result: str) -> str:
 def warmup_example(tokenizer, rng: random.Random, tools) -> list[tuple[str, bool]]:
     """One warm-up conversation as (text, learned) segments: a sum or difference question, then (with tools) a call on
     its numbers with a random operator and the tool's answer, then that answer boxed."""
-    a, b = rng.randint(100, 999), rng.randint(100, 999)
+    a, b = rng.randint(*OPERANDS), rng.randint(*OPERANDS)
     asked = rng.choice("+-")
     symbol = rng.choice(list(WARMUP_OPERATORS))
     code, value = f"{a}{symbol}{b}", str(WARMUP_OPERATORS[symbol](a, b))  # the tool answers the value's repr
@@ -279,6 +286,7 @@ def train_one(args: argparse.Namespace, seed: int, with_tool: bool) -> dict:
     history: list[dict] = []
     trainer = make_trainer(model, tokenizer, args, seed, with_tool, reward, history)
     before = reward.evaluate(trainer, seed)
+    print(f"  held-out accuracy before GRPO: {interval(before)}", flush=True)
     calls_before = TOOL_STATS.snapshot()
     trainer.train()
     calls = (TOOL_STATS.snapshot() - calls_before).calls

@@ -39,7 +39,7 @@ def test_held_out_questions_are_fixed_distinct_and_never_trained_on():
     assert not {tuple(p) for p in train["pair"]} & set(pairs)
     for row in held_out + list(train):
         a, b = row["pair"]
-        assert 100 <= a <= 999 and 100 <= b <= 999
+        assert 317 <= a <= 999 and 317 <= b <= 999 and len(row["answer"]) == 6
         assert row["prompt"] == [{"role": "user", "content": f"{a}*{b}"}]
         assert row["answer"] == str(a * b)
 
