@@ -1,7 +1,7 @@
 """Watch GRPO learn to use a Python tool: products of 3-digit numbers on a CPU, with the tool and without it.
 
     python examples/grpo_tool.py                 # or: make demo-tool (seed 0, both runs)
-    python examples/grpo_tool.py --seeds 0 1 2   # the figures of docs/tools.md
+    python examples/grpo_tool.py --seeds 0 1 2   # a row per run and seed, and the mean over seeds
 
 The task: `456*789` -> `359784`, products of two 3-digit numbers (317 to 999, so that every product has 6 digits).
 The embedded tiny model (2 layers, hidden size 64, character tokenizer, random weights) cannot compute them itself;
