@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test test-slow lint format bench clean
+.PHONY: setup demo demo-tool test test-slow lint format bench clean
 
 setup: $(STAMP)
 
@@ -20,6 +20,10 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/python examples/demo.py
+
+# GRPO with the sandboxed Python tool against the same run without it (docs/tools.md#shown-learning).
+demo-tool: $(STAMP)
+	$(BIN)/python examples/grpo_tool.py
 
 # vermin: the code runs on the oldest Python that requires-python admits.
 lint: $(STAMP)

@@ -1,0 +1,375 @@
+"""Watch GRPO learn to use a Python tool: products of 3-digit numbers on a CPU, with the tool and without it.
+
+    python examples/grpo_tool.py                 # or: make demo-tool (seed 0, both runs)
+    python examples/grpo_tool.py --seeds 0 1 2   # a row per run and seed, and the mean over seeds
+
+The task: `456*789` -> `359784`, products of two 3-digit numbers (317 to 999, so that every product has 6 digits).
+The embedded tiny model (2 layers, hidden size 64, character tokenizer, random weights) cannot compute them itself;
+with the sandboxed Python tool (`trl_grpo_ext.tools`) it has to call it with the question's expression and copy the
+result into `\\boxed{}`.
+
+Each seed trains two runs from the same randomly initialised model:
+1. Format warm-up (supervised, `--warmup_steps`) on a different task, sums and differences (`456+789`, `789-456`):
+   the tool run learns completions that call `python` on the question's numbers with an operator drawn at *random*
+   from `+ - *`, independent of the question's, then box the tool's answer; the run without the tool learns the same
+   boxed answers without the call. This teaches the call syntax, copying numbers into the call and the tool's answer
+   into the box, and nothing about products: no product question is shown, and the operator of the call carries no
+   information about the question's. The policy with the tool starts near 1 in 3 at best (a right call needs `*`).
+2. GRPO with `GRPOExtTrainer` (default estimators, beta 0.04 towards the warmed-up model) on product questions. The
+   reward is the `math` verifier against the product, for answers written as a number (the verifier evaluates
+   expressions: it would accept `\\boxed{456*789}` and do the multiplication itself). The tool run passes
+   `tools=[python tool]` and the tool-calling chat template of the tiny model (`enable_tool_calls`); TRL's own tool
+   loop runs the calls (at most one per completion).
+3. Held-out accuracy before and after GRPO: 32 product questions never trained on (the same on every machine),
+   `--eval_samples` completions each, sampled at the training temperature through the same tool loop and scored by
+   the same reward; the mean over questions with a 95% bootstrap interval over questions.
+
+Prints one row per run and seed, and the mean over seeds. Seeds are fixed and each run trains `--max_steps` steps, so
+a seed gives the same figures on any machine (only slower or faster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import operator
+import os
+import random
+import re
+import sys
+import time
+import warnings
+from pathlib import Path
+
+DEFAULTS = dict(
+    max_steps=40,
+    num_generations=8,
+    prompts_per_step=16,
+    learning_rate=1e-3,
+    beta=0.04,
+    warmup_steps=1000,
+    eval_samples=4,
+    output_dir="outputs/grpo_tool",
+)
+# Both numbers of a question (the warm-up's too): 3 digits, and their product always 6 (317 * 317 = 100489), so the
+# answer the model copies from the tool has the same length in every product question.
+OPERANDS = (317, 999)
+HELD_OUT_COUNT = 32
+HELD_OUT_SEED = 24  # the held-out questions: the same on every machine and for every --seeds
+# The warm-up call's operator, drawn independently of the question's.
+WARMUP_OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul}
+REWARD_WINDOW = 10  # steps averaged for the first and last training reward
+TOOL_COMPLETION_TOKENS = 128  # call (~70 characters) + tool result (~25) + boxed answer (~16), one token per character
+PLAIN_COMPLETION_TOKENS = 16  # \boxed{123456} and the end of turn
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    for name, default in DEFAULTS.items():
+        parser.add_argument(f"--{name}", type=type(default), default=default)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="One tool run and one plain run per seed.")
+    parser.add_argument("--runs", choices=("both", "tool", "no_tools"), default="both", help="Which runs to train.")
+    parser.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1), help="torch CPU threads.")
+    return parser.parse_args(argv)
+
+
+# The task -------------------------------------------------------------------------------------------------------------
+
+
+def question(a: int, b: int, symbol: str) -> list[dict]:
+    return [{"role": "user", "content": f"{a}{symbol}{b}"}]
+
+
+def product_rows(count: int, seed: int, exclude: set = frozenset()) -> list[dict]:
+    """`count` distinct product questions of two 3-digit numbers, none of them in `exclude` (pairs (a, b)):
+    rows {"prompt": conversation, "answer": "56088", "pair": [a, b]}."""
+    rng = random.Random(seed)
+    rows, seen = [], set(exclude)
+    while len(rows) < count:
+        a, b = rng.randint(*OPERANDS), rng.randint(*OPERANDS)
+        if (a, b) not in seen:
+            seen.add((a, b))
+            rows.append({"prompt": question(a, b, "*"), "answer": str(a * b), "pair": [a, b]})
+    return rows
+
+
+def held_out_rows() -> list[dict]:
+    return product_rows(HELD_OUT_COUNT, HELD_OUT_SEED)
+
+
+def train_dataset(steps: int, prompts_per_step: int, seed: int):
+    """One fresh product question per prompt of every step, none of them held out."""
+    from datasets import Dataset
+
+    held_out = {tuple(r["pair"]) for r in held_out_rows()}
+    return Dataset.from_list(product_rows(steps * prompts_per_step, seed + 1000, exclude=held_out))
+
+
+# The format warm-up ---------------------------------------------------------------------------------------------------
+
+
+def tool_call_text(code: str) -> str:
+    """A completion's tool call, as the tiny model's response template parses it back."""
+    call = {"name": "python", "arguments": {"code": code}}
+    return f"<tool_call>\n{json.dumps(call)}\n</tool_call><|im_end|>"
+
+
+def tool_result_text(tokenizer, result: str) -> str:
+    """What TRL's tool loop appends after a call: the chat template's tool message and the next assistant header
+    (computed as TRL computes it, from a dummy conversation cut after its last end of turn)."""
+    call = {"type": "function", "function": {"name": "python", "arguments": {}}}
+    head = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "", "tool_calls": [call]}]
+    tool = {"role": "tool", "name": "python", "content": result}
+    prefix = tokenizer.apply_chat_template(head, tokenize=False)
+    prefix = prefix[: prefix.rindex(tokenizer.eos_token) + len(tokenizer.eos_token)]
+    full = tokenizer.apply_chat_template(head + [tool], tokenize=False, add_generation_prompt=True)
+    if not full.startswith(prefix):
+        raise ValueError("the chat template renders a tool message that does not extend the conversation")
+    return full[len(prefix) :]
+
+
+def warmup_example(tokenizer, rng: random.Random, tools) -> list[tuple[str, bool]]:
+    """One warm-up conversation as (text, learned) segments: a sum or difference question, then (with tools) a call on
+    its numbers with a random operator and the tool's answer, then that answer boxed."""
+    a, b = rng.randint(*OPERANDS), rng.randint(*OPERANDS)
+    asked = rng.choice("+-")
+    symbol = rng.choice(list(WARMUP_OPERATORS))
+    code, value = f"{a}{symbol}{b}", str(WARMUP_OPERATORS[symbol](a, b))  # the tool answers the value's repr
+    prompt = tokenizer.apply_chat_template(
+        question(a, b, asked), tools=tools, tokenize=False, add_generation_prompt=True
+    )
+    answer = (f"\\boxed{{{value}}}" + tokenizer.eos_token, True)
+    if not tools:
+        return [(prompt, False), answer]
+    return [(prompt, False), (tool_call_text(code), True), (tool_result_text(tokenizer, value), False), answer]
+
+
+def format_warmup(model, tokenizer, tools, steps: int, seed: int, batch_size: int = 32) -> float:
+    """Supervised steps (AdamW, lr 3e-3) on warm-up conversations, learning only the model's own segments. Returns
+    the last loss."""
+    import torch
+
+    rng = random.Random(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    model.train()
+    loss = torch.tensor(float("nan"))
+    for _ in range(steps):
+        ids, labels = [], []
+        for _ in range(batch_size):
+            row_ids, row_labels = [], []
+            for text, learned in warmup_example(tokenizer, rng, tools):
+                piece = tokenizer(text, add_special_tokens=False).input_ids
+                row_ids += piece
+                row_labels += piece if learned else [-100] * len(piece)
+            ids.append(row_ids)
+            labels.append(row_labels)
+        width = max(map(len, ids))
+        pad = [width - len(row) for row in ids]
+        batch = torch.tensor([row + [tokenizer.pad_token_id] * n for row, n in zip(ids, pad)])
+        mask = torch.tensor([[1] * len(row) + [0] * n for row, n in zip(ids, pad)])
+        target = torch.tensor([row + [-100] * n for row, n in zip(labels, pad)])
+        loss = model(input_ids=batch, attention_mask=mask, labels=target).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    return loss.item()
+
+
+# Training and evaluation ----------------------------------------------------------------------------------------------
+
+
+# The math verifier evaluates expressions: it accepts `\\boxed{123*456}` for 56088, which would let it do the
+# multiplication for the model, with or without the tool. Only an answer written as a whole number counts.
+NUMBER_ANSWER = re.compile(r"\s*(\\boxed\{-?\d+\}|-?\d+)\s*")
+
+
+def final_text(completion) -> str:
+    """The text of the completion's last assistant message (a plain-text completion as it is)."""
+    if isinstance(completion, str):
+        return completion
+    replies = [m for m in completion if m.get("role") == "assistant"]
+    return (replies[-1].get("content") or "") if replies else ""
+
+
+class ProductReward:
+    """The `math` verifier's verdict on answers written as a number (0 for anything else); while `recording`, it
+    keeps each score by the question's answer (for the held-out accuracy)."""
+
+    def __init__(self, math_reward):
+        self.reward, self.recording, self.scores = math_reward, False, {}
+        self.__name__ = math_reward.__name__
+
+    def __call__(self, prompts=None, completions=(), **columns):
+        verdicts = self.reward(prompts, completions, **columns)
+        scores = [
+            verdict if verdict is None or NUMBER_ANSWER.fullmatch(final_text(completion)) else 0.0
+            for verdict, completion in zip(verdicts, completions)
+        ]  # None: the verifier's own failure, which TRL leaves out of the reward
+        if self.recording:
+            for answer, score in zip(columns["answer"], scores):
+                if score is not None:
+                    self.scores.setdefault(answer, []).append(score)
+        return scores
+
+    def evaluate(self, trainer, seed: int) -> dict:
+        """Held-out accuracy: the mean score of each question, then their mean with a 95% bootstrap interval."""
+        from trl_grpo_ext.evaluation.intervals import bootstrap_mean_ci
+
+        self.recording, self.scores = True, {}
+        try:
+            trainer.evaluate()
+        finally:
+            self.recording = False
+        per_question = [sum(s) / len(s) for s in self.scores.values()]
+        return bootstrap_mean_ci(per_question, seed=seed)
+
+
+def make_trainer(model, tokenizer, args: argparse.Namespace, seed: int, with_tool: bool, reward, history: list):
+    from transformers import PrinterCallback, ProgressCallback, TrainerCallback
+
+    from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
+    from trl_grpo_ext.tools import PythonToolConfig, make_python_tool
+
+    name = "tool" if with_tool else "no tools"
+
+    class RewardLog(TrainerCallback):
+        def on_log(self, _args, state, control, logs=None, **kwargs):
+            if logs and "reward" in logs and "eval_reward" not in logs:
+                history.append({"step": state.global_step, **logs})
+                if state.global_step % REWARD_WINDOW == 0:
+                    recent = [h["reward"] for h in history[-REWARD_WINDOW:]]
+                    print(f"  {name}, seed {seed}, step {state.global_step}: mean reward of the last "
+                          f"{len(recent)} steps {sum(recent) / len(recent):.2f}", flush=True)  # fmt: skip
+
+    batch = args.num_generations * args.prompts_per_step
+    eval_batch = args.eval_samples * HELD_OUT_COUNT
+    config = GRPOExtConfig(
+        output_dir=str(Path(args.output_dir) / f"{name.replace(' ', '_')}_seed{seed}"),
+        bf16=False, use_cpu=True, seed=seed, max_steps=args.max_steps, learning_rate=args.learning_rate,
+        lr_scheduler_type="constant", num_generations=args.num_generations, per_device_train_batch_size=batch,
+        num_generations_eval=args.eval_samples, per_device_eval_batch_size=eval_batch,
+        max_completion_length=TOOL_COMPLETION_TOKENS if with_tool else PLAIN_COMPLETION_TOKENS,
+        max_tool_calling_iterations=1 if with_tool else None, temperature=1.0, beta=args.beta, logging_steps=1,
+        save_strategy="no", report_to="none", disable_tqdm=True,
+    )  # fmt: skip
+    from datasets import Dataset
+
+    extra = {"tools": [make_python_tool(PythonToolConfig(timeout_s=20.0))]} if with_tool else {}
+    trainer = GRPOExtTrainer(
+        model=model, args=config, reward_funcs=[reward], processing_class=tokenizer,
+        train_dataset=train_dataset(args.max_steps, args.prompts_per_step, seed),
+        eval_dataset=Dataset.from_list(held_out_rows()), callbacks=[RewardLog()], **extra,
+    )  # fmt: skip
+    trainer.remove_callback(PrinterCallback)
+    trainer.remove_callback(ProgressCallback)
+    return trainer
+
+
+def train_one(args: argparse.Namespace, seed: int, with_tool: bool) -> dict:
+    """Warm up, evaluate, train, evaluate one run. Returns its row of the table."""
+    import torch
+
+    from trl_grpo_ext.tiny_model import build_tiny_model, enable_tool_calls
+    from trl_grpo_ext.tools import TOOL_STATS, make_python_tool
+    from trl_grpo_ext.verifiers import as_reward_function
+
+    torch.manual_seed(seed)
+    model, tokenizer = build_tiny_model(seed=seed)
+    tools = [make_python_tool()] if with_tool else None
+    if with_tool:
+        enable_tool_calls(tokenizer)
+    started = time.perf_counter()
+    warmup_loss = format_warmup(model, tokenizer, tools, args.warmup_steps, seed)
+    print(f"  format warm-up: {args.warmup_steps} steps, last loss {warmup_loss:.3f}, {time.perf_counter() - started:.0f} s",
+          flush=True)  # fmt: skip
+    reward = ProductReward(as_reward_function("math", reference_column="answer"))
+    history: list[dict] = []
+    trainer = make_trainer(model, tokenizer, args, seed, with_tool, reward, history)
+    before = reward.evaluate(trainer, seed)
+    print(f"  held-out accuracy before GRPO: {interval(before)}", flush=True)
+    calls_before = TOOL_STATS.snapshot()
+    trainer.train()
+    calls = (TOOL_STATS.snapshot() - calls_before).calls
+    after = reward.evaluate(trainer, seed)
+    reward.reward.verifier.close()
+    window = min(REWARD_WINDOW, len(history))
+    first, last = (sum(h["reward"] for h in part) / window for part in (history[:window], history[-window:]))
+    return {
+        "run": "tool" if with_tool else "no tools", "seed": seed, "warmup_loss": warmup_loss,
+        "held_out_before": before, "held_out_after": after, "reward_first": first, "reward_last": last,
+        "calls_per_completion": calls / max(1, args.max_steps * args.num_generations * args.prompts_per_step),
+        "steps": history[-1]["step"] if history else 0, "seconds": time.perf_counter() - started, "log": history,
+    }  # fmt: skip
+
+
+# The table ------------------------------------------------------------------------------------------------------------
+
+
+def interval(result: dict) -> str:
+    low, high = result["ci95"] or (result["mean"], result["mean"])
+    return f"{result['mean']:.2f} [{low:.2f}, {high:.2f}]"
+
+
+def table(rows: list[dict], eval_samples: int) -> str:
+    lines = [
+        f"Held-out accuracy: {HELD_OUT_COUNT} product questions never trained on, {eval_samples} samples each, "
+        "mean [95% bootstrap interval over questions]",
+        "| run | seed | held-out before | held-out after | train reward first -> last 10 steps | tool calls per "
+        "completion | steps | seconds |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['run']} | {r['seed']} | {interval(r['held_out_before'])} | {interval(r['held_out_after'])} | "
+            f"{r['reward_first']:.2f} -> {r['reward_last']:.2f} | {r['calls_per_completion']:.2f} | {r['steps']} | "
+            f"{r['seconds']:.0f} |"
+        )
+    for run in dict.fromkeys(r["run"] for r in rows):
+        mine = [r for r in rows if r["run"] == run]
+        if len(mine) > 1:
+            befores = [r["held_out_before"]["mean"] for r in mine]
+            afters = [r["held_out_after"]["mean"] for r in mine]
+            lines.append(
+                f"| {run} | mean of {len(mine)} (min-max) | {sum(befores) / len(mine):.2f} ({min(befores):.2f}-"
+                f"{max(befores):.2f}) | {sum(afters) / len(mine):.2f} ({min(afters):.2f}-{max(afters):.2f}) | | | | |"
+            )
+    return "\n".join(lines)
+
+
+def quiet_libraries() -> None:
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    warnings.filterwarnings("ignore", module=r"(trl|transformers|accelerate|torch)(\.|$)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    import torch
+
+    quiet_libraries()
+    torch.set_num_threads(args.threads)
+    out = Path(args.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    runs = {"both": (True, False), "tool": (True,), "no_tools": (False,)}[args.runs]
+    rows = []
+    for seed in args.seeds:
+        for with_tool in runs:
+            row = train_one(args, seed, with_tool)
+            print(
+                f"{row['run']}, seed {seed}: held-out {interval(row['held_out_before'])} -> "
+                f"{interval(row['held_out_after'])}, train reward {row['reward_first']:.2f} -> "
+                f"{row['reward_last']:.2f} ({row['steps']} steps, {row['seconds']:.0f} s)",
+                flush=True,
+            )
+            rows.append(row)
+    with open(out / "results.json", "w") as f:
+        json.dump(rows, f, indent=1)
+    text = table(rows, args.eval_samples)
+    (out / "table.md").write_text(text + "\n")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
