@@ -8,6 +8,7 @@ worker, killed when it passes `timeout_s`. Only the last stage touches sympy, an
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import threading
 import time
@@ -75,6 +76,14 @@ def warm_up() -> None:
     from .warmup import warm_up as warm
 
     warm()
+
+
+def _text_key(completion: Any, reference: Any) -> tuple | None:
+    """What makes two items of a batch the same item: the completion's text and the reference, when both are text
+    (a GRPO group repeats whole completions often; anything else is verified item by item)."""
+    if isinstance(completion, str) and isinstance(reference, str):
+        return completion, reference
+    return None
 
 
 @register_verifier("math")
@@ -146,8 +155,18 @@ class MathVerifier(Verifier):
         stats = BatchStats(items=len(completions), item_seconds=[0.0] * len(completions))
         results: list[VerificationResult | None] = [None] * len(completions)
         pending: list[_Pending] = []
+        first_with_text: dict[tuple, int] = {}
+        copies: list[tuple[int, int]] = []
         for i, (completion, reference) in enumerate(zip(completions, references)):
             start = time.perf_counter()
+            text_key = _text_key(completion, reference)
+            if text_key is not None and text_key in first_with_text:
+                # The same text against the same reference: extraction and judgement are functions of the two.
+                copies.append((i, first_with_text[text_key]))
+                memo.duplicates += 1
+                continue
+            if text_key is not None:
+                first_with_text[text_key] = i
             try:
                 decided = self._prepare(i, completion, reference, memo)
             except Exception as exc:  # a bug that this answer triggers: 0, counted and logged apart (_result_from)
@@ -164,6 +183,10 @@ class MathVerifier(Verifier):
             for item, (result, seconds) in zip(pending, self._run_in_workers(pending, stats)):
                 results[item.index] = result
                 stats.item_seconds[item.index] += seconds
+        for copy, original in copies:
+            kept = results[original]
+            results[copy] = dataclasses.replace(kept, details=dict(kept.details))  # type: ignore[arg-type]
+            stats.item_seconds[copy] = stats.item_seconds[original]
         return results, stats  # type: ignore[return-value]
 
     async def averify_batch(self, completions: Sequence[str], references: Sequence[Any]) -> list[VerificationResult]:
