@@ -8,7 +8,6 @@ worker, killed when it passes `timeout_s`. Only the last stage touches sympy, an
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import threading
 import time
@@ -185,7 +184,7 @@ class MathVerifier(Verifier):
                 stats.item_seconds[item.index] += seconds
         for copy, original in copies:
             kept = results[original]
-            results[copy] = dataclasses.replace(kept, details=dict(kept.details))  # type: ignore[arg-type]
+            results[copy] = VerificationResult(kept.score, kept.reason, kept.extracted, dict(kept.details))
             stats.item_seconds[copy] = stats.item_seconds[original]
         return results, stats  # type: ignore[return-value]
 
