@@ -36,6 +36,11 @@ REPO = Path(__file__).resolve().parents[2]
 MACHINE_METRICS = {"step_time", "peak_memory_mb"}
 
 
+def timing(key: str) -> bool:
+    """A verifier reward's own timings (`math/verify_time_s`, `math/verify_time_s_p95`, ...): the machine's."""
+    return key.split("/")[-1].startswith("verify_time_s")
+
+
 # --- variants and plans ---------------------------------------------------------------------------------------------
 
 
@@ -246,6 +251,18 @@ def test_results_json_has_the_documented_shape_and_values(tmp_path):
     assert k2_seed0["metrics"]["final_reward"] == pytest.approx(0.2) and k2_seed0["metrics"]["kl"] == 0.5
 
 
+def test_a_verifiers_timings_are_the_machines_and_its_other_metrics_the_trainings():
+    from trl_grpo_ext.compare.report import same_training_logs
+
+    stock = rows([0.1, 0.2])
+    for row, seconds in zip(stock, (0.2, 0.3)):
+        row.update({"math/verify_time_s": seconds, "math/verify_time_s_p95": seconds / 8, "math/dedup_rate": 0.5})
+    faster = [dict(row, **{"math/verify_time_s": 0.1, "math/verify_time_s_p95": 0.01}) for row in stock]
+    assert same_training_logs(stock, faster)
+    deduplicated_more = [dict(row, **{"math/dedup_rate": 0.75}) for row in stock]
+    assert not same_training_logs(stock, deduplicated_more)
+
+
 def test_results_md_states_the_window_significance_and_identical_logs(tmp_path):
     three_seeds(tmp_path)
     table = replot(tmp_path)
@@ -439,7 +456,7 @@ def test_default_variant_logs_exactly_what_stock_logs(tmp_path):
         stock, ext = read_jsonl(tmp_path / f"stock-seed{seed}.jsonl"), read_jsonl(tmp_path / f"ext-seed{seed}.jsonl")
         assert len(stock) == len(ext) == 3
         for stock_row, ext_row in zip(stock, ext):
-            shared = (stock_row.keys() & ext_row.keys()) - MACHINE_METRICS
+            shared = {k for k in stock_row.keys() & ext_row.keys() if k not in MACHINE_METRICS and not timing(k)}
             assert {"reward", "kl", "entropy", "loss"} <= shared
             assert {k: stock_row[k] for k in shared} == {k: ext_row[k] for k in shared}
     table = (tmp_path / "results.md").read_text()

@@ -49,6 +49,13 @@ def metric_columns(per_run: list[dict], x_axis: str = "both") -> list[tuple[str,
 MACHINE_METRICS = ("step_time_s", "tokens_per_s", "peak_memory_mb")
 # Logged values that measure the machine, not the training: two identical runs may differ in them.
 MACHINE_KEYS = ("step_time", "peak_memory_mb")
+# A verifier reward's timings, `<name>/verify_time_s` and its `_p50`, `_p95`, `_max` (verifiers.md).
+MACHINE_KEY_SUFFIX = "/verify_time_s"
+
+
+def is_machine_key(key: str) -> bool:
+    """Whether a logged value measures the machine (a time, memory) rather than the training."""
+    return key in MACHINE_KEYS or MACHINE_KEY_SUFFIX in key
 
 
 def final_window(steps: int) -> int:
@@ -132,7 +139,7 @@ def same_training_logs(rows: list[dict], other: list[dict]) -> bool:
     if len(rows) != len(other):
         return False
     for row, theirs in zip(rows, other):
-        shared = (row.keys() & theirs.keys()) - set(MACHINE_KEYS)
+        shared = {key for key in row.keys() & theirs.keys() if not is_machine_key(key)}
         if any(row[k] != theirs[k] for k in shared):
             return False
     return True
