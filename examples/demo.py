@@ -29,7 +29,6 @@ import json
 import os
 import sys
 import time
-import warnings
 from pathlib import Path
 
 DEFAULTS = dict(
@@ -188,17 +187,11 @@ def build_trainer(model, tokenizer, args: argparse.Namespace, progress):
     return trainer
 
 
-def quiet_libraries() -> None:
-    """Silence library chatter that says nothing about the demo (the progress bar and summary do)."""
-    import transformers
-
-    transformers.logging.set_verbosity_error()
-    warnings.filterwarnings("ignore", module=r"(trl|transformers|accelerate|torch)(\.|$)")
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # examples/script_setup.py, next to this script; imported here since it imports trl, which --help does not need.
     import torch
+    from script_setup import quiet_libraries
 
     from trl_grpo_ext.datasets import arithmetic_format_warmup, arithmetic_problems
     from trl_grpo_ext.tiny_model import build_tiny_model

@@ -38,7 +38,6 @@ import random
 import re
 import sys
 import time
-import warnings
 from pathlib import Path
 
 DEFAULTS = dict(
@@ -336,16 +335,11 @@ def table(rows: list[dict], eval_samples: int) -> str:
     return "\n".join(lines)
 
 
-def quiet_libraries() -> None:
-    import transformers
-
-    transformers.logging.set_verbosity_error()
-    warnings.filterwarnings("ignore", module=r"(trl|transformers|accelerate|torch)(\.|$)")
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    # examples/script_setup.py, next to this script; imported here since it imports trl, which --help does not need.
     import torch
+    from script_setup import quiet_libraries
 
     quiet_libraries()
     torch.set_num_threads(args.threads)

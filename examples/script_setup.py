@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import textwrap
+import warnings
 
 from accelerate import PartialState
 from trl import GRPOConfig, TrlParser
@@ -83,3 +84,11 @@ def tiny_model() -> str:
     # `save_pretrained` writes the weights from the main process only.
     with PartialState().main_process_first():
         return tiny_model_path()
+
+
+def quiet_libraries() -> None:
+    """Silence library chatter that says nothing about a run (the examples' progress bars and summaries do)."""
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    warnings.filterwarnings("ignore", module=r"(trl|transformers|accelerate|torch)(\.|$)")
