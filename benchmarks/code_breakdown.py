@@ -33,11 +33,12 @@ STAGES = (
     ("ahead", "init: fork the candidate", "init_isolated", "harness_begin"),
     ("ahead", "harness: started report", "harness_begin", "harness_started"),
     ("path", "acquire a started sandbox from the pool", "acquire_begin", "acquired"),
-    ("path", "send the code, hand the pipes to the judge", "acquired", "submitted"),
+    ("path", "send the code, hand the pipes to the judge, write the job", "acquired", "submitted"),
     ("path", "judge zygote: fork a child, or wake the one forked ahead", "judge_received", "judge_forked"),
     ("path", "harness: rlimits, uid drop", "harness_received", "harness_uid_dropped"),
     ("path", "harness: session keyring, seccomp filter", "harness_uid_dropped", "harness_set_up"),
-    ("path", "judge child: read the job, set limits, parse the test", "judge_forked", "judge_prepared"),
+    ("path", "judge child: wait for the job (the verifier writes it)", "judge_forked", "judge_job_read"),
+    ("path", "judge child: set limits, parse the test", "judge_job_read", "judge_prepared"),
     ("path", "judge child: then wait for the set-up report", "judge_prepared", "judge_set_up"),
     ("path", "candidate: exec its code", "judge_set_up", "judge_ready"),
     ("path", "judge: run the tests (3 calls)", "judge_ready", "judge_verdict"),
@@ -64,11 +65,14 @@ def stage_table(records: list[dict]) -> list[tuple[str, str, float, int]]:
         ("cpu", "CPU of the candidate's cgroup (init and candidate)"),
         ("judge_cpu_s", "CPU of the judge child (until its verdict)"),
         ("judge_prepare_cpu_s", "of which: reading the job, limits, parsing the test"),
+        ("judge_faults", "page faults of the judge child (until its verdict)"),
+        ("init_faults", "page faults of the candidate's init"),
+        ("candidate_faults", "page faults of the candidate (and its children)"),
     ):
         if key == "cpu":
             values = [1000 * (r["cpu_after_s"] - r["cpu_before_s"]) for r in records if "cpu_after_s" in r]
         else:
-            values = [1000 * r[key] for r in records if key in r]
+            values = [(1 if "_faults" in key else 1000) * r[key] for r in records if key in r]
         if values:
             rows.append(("cpu", label, statistics.median(values), len(values)))
     samples = [r["clock_samples"] for r in records if "clock_samples" in r]
@@ -87,7 +91,7 @@ def stage_table(records: list[dict]) -> list[tuple[str, str, float, int]]:
 def print_stage_table(records: list[dict]) -> None:
     print(f"\nper candidate, median over {len(records)} candidates (ms; wall clock unless CPU):")
     for part, label, value, count in stage_table(records):
-        unit = "" if part == "clock" else " ms"
+        unit = "" if part == "clock" or label.startswith("page faults") else " ms"
         print(f"  {part:9s} {label:62s} {value:8.2f}{unit}  (n={count})")
 
 

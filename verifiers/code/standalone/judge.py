@@ -63,6 +63,7 @@ def bounded(value, depth: int = 0):
 def run_job(job_fd: int, request_fd: int, reply_fd: int, received: float = 0.0) -> None:
     forked, cpu_at_fork = time.monotonic(), time.process_time()
     job = LineReader(job_fd, MAX_MESSAGE_BYTES).read_message()
+    job_read = time.monotonic()
     if job is None:
         return
     write_message(job_fd, {"judge_pid": os.getpid()})  # the verifier watches whether this process runs (its clock)
@@ -80,12 +81,18 @@ def run_job(job_fd: int, request_fd: int, reply_fd: int, received: float = 0.0) 
     os.close(request_fd)  # end of file tells the candidate harness to exit
     if job.get("stages"):  # the benchmark's readings (sandbox/stages.py): the sandbox's, relayed, then the judge's
         usage = resource.getrusage(resource.RUSAGE_SELF)
-        judge_events = {"judge_received": received, "judge_forked": forked, "judge_verdict": time.monotonic()}
+        judge_events = {
+            "judge_received": received, "judge_forked": forked, "judge_job_read": job_read,
+            "judge_verdict": time.monotonic(),
+        }  # fmt: skip
         if session.prepared is not None:
             judge_events.update(
                 judge_prepared=session.prepared[0], judge_prepare_cpu_s=session.prepared[1] - cpu_at_fork
             )
-        verdict["t"] = {**(session.events or {}), **judge_events, "judge_cpu_s": usage.ru_utime + usage.ru_stime}
+        verdict["t"] = {
+            **(session.events or {}), **judge_events,
+            "judge_cpu_s": usage.ru_utime + usage.ru_stime, "judge_faults": usage.ru_minflt,
+        }  # fmt: skip
     write_message(job_fd, bounded(verdict))
 
 

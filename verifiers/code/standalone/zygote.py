@@ -25,6 +25,7 @@ import fcntl
 import gc
 import json
 import os
+import resource
 import select
 import signal
 import socket
@@ -100,6 +101,9 @@ def init(job: dict, request_r: int, reply_w: int, stdout_w: int, status_w: int, 
         if child == pid:
             mark(events, "init_saw_exit")
             report = {"exit": os.waitstatus_to_exitcode(status)}
+            if events is not None:  # page faults: the init's own, the candidate's (and its reaped children's)
+                events["init_faults"] = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+                events["candidate_faults"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
             write_message(status_w, report if events is None else {**report, "t": events})
             return
 
