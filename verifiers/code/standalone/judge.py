@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from formats_units import CandidateFailure, CandidateGone, JudgeFault, describe  # noqa: E402
 from judge_formats import judge  # noqa: E402
 from judge_proxy import Session  # noqa: E402
-from protocol import MAX_MESSAGE_BYTES, LineReader, write_message  # noqa: E402
+from protocol import MAX_MESSAGE_BYTES, LineReader, encode, write_message  # noqa: E402
 
 MAX_TEXT, MAX_ITEMS = 1000, 20  # what a verdict may hold of the candidate's text and values
 
@@ -130,9 +130,44 @@ def hand_over(spares: list, fds: list, received: float) -> bool:
     return False
 
 
+# What the zygote judges once before it forks any child (warm_up): an assert-style test and a HumanEval check.
+WARM_UP_JOBS = (
+    {"test": "assert add(1, 2) == 3\nassert add(5, 7) == 12\nassert add(-4, 4) == 0\n", "entry_point": None},
+    {"test": "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate([1], [2]) == [1, 2]\n"
+     "    assert candidate('a', 'b') == 'ab'\n", "entry_point": "add"},
+)  # fmt: skip
+WARM_UP_RESULTS = (3, 12, 0), (3, [1, 2], "ab")  # what a correct `add` returns to each job's three calls
+
+
+def warm_up() -> list[dict]:
+    """Judge WARM_UP_JOBS in the zygote, against replies written ahead for a correct candidate (no sandbox runs), and
+    return the verdicts. What the judge's code builds the first time it runs (Python's type-attribute cache, the
+    specialised bytecode of each function, objects made on first use) is then made once here, in pages every child
+    shares, rather than in each child, where each write copies a page: measured in docs/code_verifier.md. Nothing of
+    any candidate or dataset is in it: the jobs and the replies are these constants."""
+    verdicts = []
+    for job, results in zip(WARM_UP_JOBS, WARM_UP_RESULTS):
+        request_r, request_w = os.pipe()
+        reply_r, reply_w = os.pipe()
+        try:
+            replies = [{"setup": "ok"}, {"ready": True, "globals": {"add": "callable"}}]
+            replies += [{"id": n, "ok": True, "value": encode(value)} for n, value in enumerate(results, 1)]
+            for reply in replies:  # a few hundred bytes: the pipe holds them, and the judge's requests
+                write_message(reply_w, reply)
+            verdicts.append(bounded(judge({**job, "module": "solution"}, Session(request_w, reply_r, 10.0))))
+        finally:
+            for fd in (request_r, request_w, reply_r, reply_w):
+                os.close(fd)
+    return verdicts
+
+
 def main() -> None:
     control = socket.socket(fileno=int(sys.argv[1]))
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    try:
+        warm_up()
+    except Exception:  # only ever a lost speed-up: every child still judges from scratch
+        pass
     gc.freeze()  # what the judge has loaded stays out of its children's collections, so they share its pages
     spares = [spare_child(control, [])]
     while True:
