@@ -1,6 +1,6 @@
-"""The zygotes' warm-up (judge.py's `warm_up`): the judge's own path, run once before any child is forked, on constants
-only. It must judge its constant jobs as a correct candidate's (else it warms nothing, or the wrong path), and leave
-no descriptor behind for the children to inherit."""
+"""The zygotes' warm-up (`warm_up` of judge.py and harness.py): their own path, run once before any child is
+forked, on constants only. It must give the verdicts and replies of a correct candidate (else it warms nothing, or the
+wrong path), and leave no descriptor behind for the children to inherit."""
 
 from __future__ import annotations
 
@@ -28,4 +28,30 @@ def test_the_judge_warm_up_judges_its_jobs_as_a_correct_candidates_and_closes_wh
     assert run.returncode == 0, run.stderr
     said = json.loads(run.stdout)
     assert [(v["passed"], v["total"], v["error"]) for v in said["verdicts"]] == [(3, 3, None), (3, 3, None)]
+    assert said["fds_after"] == said["fds_before"]
+
+
+HARNESS_WARM_UP = """
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+import harness
+before = sorted(os.listdir("/proc/self/fd"))
+replies = harness.warm_up()
+print(json.dumps({"replies": replies, "fds_before": before, "fds_after": sorted(os.listdir("/proc/self/fd"))}))
+"""
+
+
+def test_the_sandbox_warm_up_answers_its_constant_calls_as_a_candidate_would_and_closes_what_it_opened():
+    run = subprocess.run(
+        [sys.executable, *SCRIPT_FLAGS, "-S", "-c", HARNESS_WARM_UP, str(STANDALONE_DIR)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    said = json.loads(run.stdout)
+    assert said["replies"][0] == {"ready": True, "globals": {"add": "callable"}}
+    assert [(r["id"], r["ok"], r["value"]) for r in said["replies"][1:]] == [
+        (1, True, 3),
+        (2, True, [1, 2]),
+        (3, True, "ab"),
+    ]
     assert said["fds_after"] == said["fds_before"]

@@ -2,8 +2,9 @@
 
 Started by sandbox/fork.py as `python -I -S zygote.py CONTROL_FD`, as root inside bubblewrap with only the
 capabilities it needs (setuid/setgid for the uid drop, sys_admin and net_admin for the namespaces). Standard library
-only. It never runs candidate code. For each message on the control socket (the harness limits, with the child's
-request, reply, stdout, status and kill descriptors) it forks, into a new PID namespace:
+only. It never runs candidate code (its warm-up, harness.warm_up, runs a constant program of its own). For each
+message on the control socket (the harness limits, with the child's request, reply, stdout, status and kill
+descriptors) it forks, into a new PID namespace:
 
     init        PID 1 of the new namespace: joins the candidate's cgroup (through the `cgroup.procs` descriptors the
                 verifier sent with the job, closed before the candidate is forked), unshares mount, IPC, network and
@@ -253,6 +254,7 @@ def main() -> None:
     for name in ("unshare", "setns", "mount"):
         getattr(LIBC, name)  # looked up once here, not in every child
     harness.prepare_kernel_restriction()  # ctypes types and the seccomp program, inherited by every candidate
+    harness.warm_up()  # the candidate's path run once on constants: see its docstring
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 0)
     control.send(b"started")
