@@ -130,13 +130,16 @@ def hand_over(spares: list, fds: list, received: float) -> bool:
     return False
 
 
-# What the zygote judges once before it forks any child (warm_up): an assert-style test and a HumanEval check.
+# What the zygote judges once before it forks any child (warm_up): assert-style, HumanEval and pytest-style tests.
 WARM_UP_JOBS = (
     {"test": "assert add(1, 2) == 3\nassert add(5, 7) == 12\nassert add(-4, 4) == 0\n", "entry_point": None},
     {"test": "def check(candidate):\n    assert candidate(1, 2) == 3\n    assert candidate([1], [2]) == [1, 2]\n"
      "    assert candidate('a', 'b') == 'ab'\n", "entry_point": "add"},
+    {"test": "from solution import add\n\ndef test_numbers():\n    assert add(1, 2) == 3\n\n"
+     "def test_lists():\n    assert add([1], [2]) == [1, 2]\n\nclass TestText:\n    def test_text(self):\n"
+     "        assert add('a', 'b') == 'ab'\n", "entry_point": None},
 )  # fmt: skip
-WARM_UP_RESULTS = (3, 12, 0), (3, [1, 2], "ab")  # what a correct `add` returns to each job's three calls
+WARM_UP_RESULTS = (3, 12, 0), (3, [1, 2], "ab"), (3, [1, 2], "ab")  # what a correct `add` returns to each job's calls
 
 
 def warm_up() -> list[dict]:
