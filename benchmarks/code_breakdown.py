@@ -20,6 +20,7 @@ import statistics
 import struct
 import subprocess
 import time
+from pathlib import Path
 
 # (label, from event, to event): intervals of one candidate's readings. Ahead of the candidate: done while the
 # sandbox waits in the pool, off a warm pool's critical path. Then the candidate's own path, then its teardown.
@@ -206,3 +207,87 @@ def physical_limits(n: int) -> list[tuple[str, float, float]]:
             ("fork and exec of bwrap --unshare-all true", *_timed(lambda: subprocess.run(command), n // 4 or 1))
         )
     return rows
+
+
+class ProcessCpu:
+    """CPU time per candidate of each process of the verifier, from cpuacct groups (cgroup v1, as root) made inside
+    `own_group`, the benchmark's own group (code_verifier.OwnCpu), where the candidates' groups also live: the
+    benchmark's process (the verifier's threads), the sandbox fork server (bubblewrap and its zygote, which forks
+    each candidate's init), the judge (its zygote and every child), and the candidates' groups (init and candidate).
+    The two servers are found among this process's children and moved once they run; what they start later stays
+    in their group until it joins a candidate's."""
+
+    ROLES = ("sandbox fork server", "judge")
+
+    def __init__(self, own_group: Path):
+        self.own = own_group
+        self.groups = {role: own_group / role.replace(" ", "_") for role in self.ROLES}
+        self.candidates = own_group / f"trl_grpo_ext-{os.getpid()}"  # sandbox/cgroups.py's folder, v1
+        for group in self.groups.values():
+            group.mkdir(exist_ok=True)
+        for pid in _children(os.getpid()):
+            role = "sandbox fork server" if _comm(pid) == "bwrap" else "judge"
+            for member in _descendants(pid):
+                try:
+                    (self.groups[role] / "cgroup.procs").write_text(str(member))
+                except OSError:  # it ended meanwhile
+                    pass
+
+    def read(self) -> dict[str, float]:
+        usage = {role: _usage_s(group) for role, group in self.groups.items()}
+        usage["candidates' cgroups (init and candidate)"] = _usage_s(self.candidates)
+        usage["the verifier's process (its threads)"] = _usage_s(self.own) - sum(usage.values())
+        return usage
+
+    def close(self) -> None:
+        """Remove the groups, once the servers have ended (the verifier closed)."""
+        for group in self.groups.values():
+            try:
+                group.rmdir()
+            except OSError:
+                pass
+
+
+def print_process_cpu(before: dict, after: dict, candidates: int) -> None:
+    print(f"\nCPU per candidate by process ({candidates} candidates; cpuacct groups):")
+    for role in sorted(after, key=lambda r: after[r] - before[r], reverse=True):
+        print(f"  {role:62s} {1000 * (after[role] - before[role]) / candidates:8.2f} ms")
+    print(f"  {'all of them':62s} {1000 * (sum(after.values()) - sum(before.values())) / candidates:8.2f} ms")
+
+
+def _usage_s(group: Path) -> float:
+    try:
+        return int((group / "cpuacct.usage").read_text()) / 1e9
+    except (OSError, ValueError):
+        return 0.0
+
+
+def _parents() -> dict[int, int]:
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                found[int(entry.name)] = int((entry / "stat").read_text().rpartition(")")[2].split()[1])
+            except (OSError, ValueError, IndexError):
+                pass
+    return found
+
+
+def _children(pid: int) -> list[int]:
+    return [child for child, parent in _parents().items() if parent == pid]
+
+
+def _descendants(pid: int) -> list[int]:
+    parents = _parents()
+    found, todo = [], [pid]
+    while todo:
+        found.append(todo.pop())
+        todo += [child for child, parent in parents.items() if parent == found[-1]]
+    return found
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""

@@ -39,7 +39,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from code_breakdown import physical_limits, print_stage_table
+from code_breakdown import ProcessCpu, physical_limits, print_process_cpu, print_stage_table
 
 from trl_grpo_ext.verifiers import get_verifier
 from trl_grpo_ext.verifiers.sandbox import stages
@@ -160,7 +160,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     own = OwnCpu()
     if args.breakdown:
-        return breakdown(args.breakdown, args.workers)
+        return breakdown(args.breakdown, args.workers, own)
 
     strong = get_verifier("code", workers=args.workers, timeout_s=30)
     fallback = get_verifier("code", workers=args.workers, timeout_s=30, isolation="rlimits")
@@ -213,20 +213,30 @@ def run_workload(label: str, make, harnesses: dict, args, own: OwnCpu) -> None:
         )
 
 
-def breakdown(n: int, workers: int) -> None:
-    """Per-stage medians over `n` trivial candidates verified in one batch, then the physical limits."""
+def breakdown(n: int, workers: int, own: OwnCpu) -> None:
+    """Per-stage medians over `n` trivial candidates verified in one batch, the CPU of each process of the verifier
+    (where cpuacct groups can be made), then the physical limits."""
     stages.enable()
     verifier = get_verifier("code", workers=workers, timeout_s=30)
     print(f"workers={workers}  python={sys.version.split()[0]}  {load_average()}")
+    processes = None
     try:
         verifier_rate(verifier, unique_programs(TRIVIAL, workers * 4, n), [TESTS] * workers * 4)  # warm: groups, uids
         stages.collect()
+        if own.group is not None and verifier.isolation.cgroup == "v1":
+            processes = ProcessCpu(own.group)
+            before = processes.read()
         rate, _ = verifier_rate(verifier, unique_programs(TRIVIAL, n), [TESTS] * n)
+        after = processes.read() if processes is not None else None
         records = stages.collect()
     finally:
         verifier.close()
+        if processes is not None:
+            processes.close()
     print(f"\ncode verifier ({verifier.isolation.level}), unique trivial programs: {rate:.1f} exec/s")
     print_stage_table(records)
+    if processes is not None:
+        print_process_cpu(before, after, n + 1)  # and the warm call of verifier_rate
     print("\nphysical limits (200 runs each; bwrap 50):")
     for what, wall, cpu in physical_limits(200):
         print(f"  {what:72s} {wall:6.2f} ms wall  {cpu:6.2f} ms CPU")
