@@ -1,6 +1,6 @@
 """The zygotes' warm-up (`warm_up` of judge.py and harness.py): their own path, run once before any child is
 forked, on constants only. It must give the verdicts and replies of a correct candidate (else it warms nothing, or the
-wrong path), and leave no descriptor behind for the children to inherit."""
+wrong path), and leave nothing behind for the children to inherit: no descriptor, module, builtin or hook."""
 
 from __future__ import annotations
 
@@ -10,14 +10,29 @@ import sys
 
 from trl_grpo_ext.verifiers.code.standalone import SCRIPT_FLAGS, STANDALONE_DIR
 
-JUDGE_WARM_UP = """
+# What a child forked after the warm-up would see of it: modules, builtins, interpreter hooks and limits, warnings.
+STATE = """
+import builtins, warnings
+def state():
+    hooks = [id(h) for h in (*sys.meta_path, *sys.path_hooks, sys.gettrace(), sys.getprofile(), sys.excepthook)]
+    return (sorted(sys.modules), {k: id(v) for k, v in vars(builtins).items()}, hooks, list(sys.path),
+            sys.getrecursionlimit(), repr(warnings.filters), sys.get_int_max_str_digits())
+"""
+
+JUDGE_WARM_UP = (
+    """
 import json, os, sys
 sys.path.insert(0, sys.argv[1])
 import judge
-before = sorted(os.listdir("/proc/self/fd"))
-verdicts = judge.warm_up()
-print(json.dumps({"verdicts": verdicts, "fds_before": before, "fds_after": sorted(os.listdir("/proc/self/fd"))}))
 """
+    + STATE
+    + """
+before = sorted(os.listdir("/proc/self/fd")), state()
+verdicts = judge.warm_up()
+after = sorted(os.listdir("/proc/self/fd")), state()
+print(json.dumps({"verdicts": verdicts, "same": before == after}))
+"""
+)
 
 
 def test_the_judge_warm_up_judges_its_jobs_as_a_correct_candidates_and_closes_what_it_opened():
@@ -28,17 +43,23 @@ def test_the_judge_warm_up_judges_its_jobs_as_a_correct_candidates_and_closes_wh
     assert run.returncode == 0, run.stderr
     said = json.loads(run.stdout)
     assert [(v["passed"], v["total"], v.get("error")) for v in said["verdicts"]] == [(3, 3, None)] * 3
-    assert said["fds_after"] == said["fds_before"]
+    assert said["same"], "the warm-up left a descriptor open or changed what the children inherit"
 
 
-HARNESS_WARM_UP = """
+HARNESS_WARM_UP = (
+    """
 import json, os, sys
 sys.path.insert(0, sys.argv[1])
 import harness
-before = sorted(os.listdir("/proc/self/fd"))
-replies = harness.warm_up()
-print(json.dumps({"replies": replies, "fds_before": before, "fds_after": sorted(os.listdir("/proc/self/fd"))}))
 """
+    + STATE
+    + """
+before = sorted(os.listdir("/proc/self/fd")), state()
+replies = harness.warm_up()
+after = sorted(os.listdir("/proc/self/fd")), state()
+print(json.dumps({"replies": replies, "same": before == after}))
+"""
+)
 
 
 def test_the_sandbox_warm_up_answers_its_constant_calls_as_a_candidate_would_and_closes_what_it_opened():
@@ -54,4 +75,4 @@ def test_the_sandbox_warm_up_answers_its_constant_calls_as_a_candidate_would_and
         (2, True, [1, 2]),
         (3, True, "ab"),
     ]
-    assert said["fds_after"] == said["fds_before"]
+    assert said["same"], "the warm-up left a descriptor open or changed what the children inherit"
