@@ -22,8 +22,10 @@ from ..core.deadline_pool import DeadlinePool, TaskOutcome
 from ..core.registry import register_verifier
 from .batch import BatchMemo
 from .extract import extract_answer
-from .normalize import Normalized, as_word, plain_number
-from .numbers import Tolerance, plain_numbers_equal
+from .fast import degree_pairs, fast_compare, percent_pairs
+from .normalize import Normalized
+from .numbers import Tolerance
+from .remembered import ResultMemory
 
 logger = logging.getLogger("trl_grpo_ext.verifiers.math")
 
@@ -32,8 +34,6 @@ PERCENT_MODES = ("either", "strip", "fraction")
 RULES_VERSION = "math-2026.12-1"
 # Libraries whose version can change a worker's verdict (part of the verdict cache's namespace).
 SYMPY_LIBRARIES = ("sympy", "latex2sympy2_extended", "mpmath")
-# Two-letter English words an answer may be: never a product of two variables (`no` is not `on`).
-TWO_LETTER_WORDS = frozenset("no on or of is it if in an as at to up us we so do go be by he me my".split())
 
 
 @dataclass
@@ -44,15 +44,7 @@ class _Pending:
     pairs: tuple[tuple[tuple[str, str], ...], ...]  # per candidate answer, its (prediction, reference) pairs
     extracted: str
     details: dict[str, Any]
-
-
-def _degree_pairs(pred: Normalized, ref: Normalized) -> list[tuple[str, str]]:
-    """An angle in degrees against one in radians written with pi: `30^\\circ` is `\\frac{\\pi}{6}`."""
-    if pred.degrees and not ref.degrees and "\\pi" in ref.text:
-        return [(f"\\frac{{\\pi}}{{180}} \\cdot ({pred.text})", ref.text)]
-    if ref.degrees and not pred.degrees and "\\pi" in pred.text:
-        return [(pred.text, f"\\frac{{\\pi}}{{180}} \\cdot ({ref.text})")]
-    return []
+    question: Any = None  # what the item asked (`BatchMemo.seen`), remembered with its result
 
 
 def _check_positive(name: str, value: Any, allow_zero: bool = False) -> None:
@@ -128,6 +120,11 @@ class MathVerifier(Verifier):
         self._namespace = verdict_namespace(
             "math", RULES_VERSION, {"rel_tol": self.rel_tol, "abs_tol": self.abs_tol}, SYMPY_LIBRARIES
         )
+        # Whole results by the two texts, in the same cache: every option that changes a result is in its namespace.
+        options = {"rel_tol": self.rel_tol, "abs_tol": self.abs_tol, "percent": percent, "strip_units": strip_units}
+        self._memory = ResultMemory(
+            self._verdicts, verdict_namespace("math-results", RULES_VERSION, options, SYMPY_LIBRARIES)
+        )
 
     # -- public API ---------------------------------------------------------------------------------------------
     def verify(self, completion: str, reference: Any) -> VerificationResult:
@@ -156,6 +153,7 @@ class MathVerifier(Verifier):
         pending: list[_Pending] = []
         first_with_text: dict[tuple, int] = {}
         copies: list[tuple[int, int]] = []
+        remembered_pairs: set[tuple] = set()  # worker questions of remembered results: they count as cache hits
         for i, (completion, reference) in enumerate(zip(completions, references)):
             start = time.perf_counter()
             text_key = _text_key(completion, reference)
@@ -166,22 +164,23 @@ class MathVerifier(Verifier):
                 continue
             if text_key is not None:
                 first_with_text[text_key] = i
-            try:
-                decided = self._prepare(i, completion, reference, memo)
-            except Exception as exc:  # a bug that this answer triggers: 0, counted and logged apart (_result_from)
-                logger.debug("math verifier failed on item %d", i, exc_info=True)
-                trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-                decided = comparison_error(type(exc).__name__, f"{type(exc).__name__}: {exc}", traceback=trace)
-            if isinstance(decided, _Pending):
-                pending.append(decided)
+            known = self._memory.get(*text_key) if text_key is not None else None
+            if known is not None:  # decided in an earlier batch
+                results[i] = known.result()
+                if known.question is not None:
+                    memo.seen(known.question)
+                if known.pairs is not None:
+                    remembered_pairs.add(known.pairs)
             else:
-                results[i] = decided
+                self._prepare_item(i, completion, reference, memo, results, pending)
             stats.item_seconds[i] = time.perf_counter() - start
         stats.duplicates = memo.duplicates
-        if pending:
-            for item, (result, seconds) in zip(pending, self._run_in_workers(pending, stats)):
-                results[item.index] = result
-                stats.item_seconds[item.index] += seconds
+        worker_results = self._run_in_workers(pending, stats, remembered_pairs) if pending or remembered_pairs else []
+        for item, (result, seconds, decided) in zip(pending, worker_results):
+            results[item.index] = result
+            stats.item_seconds[item.index] += seconds
+            if decided:
+                self._memory.put(completions[item.index], references[item.index], result, item.question, item.pairs)
         for copy, original in copies:
             kept = results[original]
             results[copy] = VerificationResult(kept.score, kept.reason, kept.extracted, dict(kept.details))
@@ -210,6 +209,27 @@ class MathVerifier(Verifier):
         self._verdicts.clear()
 
     # -- stages -------------------------------------------------------------------------------------------------
+    def _prepare_item(
+        self, i: int, completion: Any, reference: Any, memo: BatchMemo, results: list, pending: list[_Pending]
+    ) -> None:
+        """`_prepare` one item into `results` (decided) or `pending` (for the workers); a decision on two texts is
+        remembered across batches, an exception raised on this answer is not."""
+        memo.last_question = None
+        try:
+            decided = self._prepare(i, completion, reference, memo)
+        except Exception as exc:  # a bug that this answer triggers: 0, counted and logged apart (_result_from)
+            logger.debug("math verifier failed on item %d", i, exc_info=True)
+            trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+            results[i] = comparison_error(type(exc).__name__, f"{type(exc).__name__}: {exc}", traceback=trace)
+            return
+        if isinstance(decided, _Pending):
+            decided.question = memo.last_question
+            pending.append(decided)
+            return
+        results[i] = decided
+        if _text_key(completion, reference) is not None:
+            self._memory.put(completion, reference, decided, memo.last_question, None)
+
     def _prepare(self, index: int, completion: Any, reference: Any, memo: BatchMemo) -> VerificationResult | _Pending:
         """Extraction and normalisation, then the in-process fast path; what is left becomes a `_Pending`. The
         reference's reading, each normalised answer and each judgement are computed once per batch (`memo`)."""
@@ -275,56 +295,28 @@ class MathVerifier(Verifier):
         if pred_norm.unit and ref_norm.unit and pred_norm.unit != ref_norm.unit:
             return "different_unit"
         undecided = []
-        for pred, ref in self._percent_pairs(pred_norm, ref_norm) + _degree_pairs(pred_norm, ref_norm):
-            verdict = self._fast_compare(pred, ref, pred_norm.text_answer or ref_norm.text_answer)
+        tolerance = Tolerance(self.rel_tol, self.abs_tol)
+        for pred, ref in percent_pairs(pred_norm, ref_norm, self.percent) + degree_pairs(pred_norm, ref_norm):
+            verdict = fast_compare(pred, ref, tolerance, pred_norm.text_answer or ref_norm.text_answer)
             if verdict is True:
                 return True
             if verdict is None:
                 undecided.append((pred, ref))
         return tuple(undecided) if undecided else "wrong"
 
-    def _percent_pairs(self, pred: Normalized, ref: Normalized) -> list[tuple[str, str]]:
-        def hundredth(text: str) -> str:
-            value = plain_number(text)
-            return f"{value / 100}" if value is not None else f"\\frac{{{text}}}{{100}}"
-
-        if self.percent == "strip" or pred.percent == ref.percent:
-            return [(pred.text, ref.text)]
-        if self.percent == "fraction":
-            return [
-                (hundredth(pred.text) if pred.percent else pred.text, hundredth(ref.text) if ref.percent else ref.text)
-            ]
-        scaled = (hundredth(pred.text), ref.text) if pred.percent else (pred.text, hundredth(ref.text))
-        return [(pred.text, ref.text), scaled]
-
-    def _fast_compare(self, pred: str, ref: str, text: bool = False) -> bool | None:
-        """True/False when decidable in microseconds without sympy; None when a worker must decide. `text`: one side
-        was written as text (`\\text{no}`), so its letters are a word, not a product of variables."""
-        if pred.replace(" ", "") == ref.replace(" ", ""):
-            return True
-        a, b = plain_number(pred), plain_number(ref)
-        if a is not None and b is not None:
-            return plain_numbers_equal(a, b, pred, ref, Tolerance(self.rel_tol, self.abs_tol))
-        word_a, word_b = as_word(pred), as_word(ref)
-        if word_a is not None and word_b is not None:
-            if len(word_a) == 1 or len(word_b) == 1:  # single letters: E (a choice) is not e (Euler's number)
-                return word_a == word_b
-            text = text or bool({word_a.lower(), word_b.lower()} & TWO_LETTER_WORDS)
-            if word_a != word_b and sorted(word_a) == sorted(word_b) and len(word_a) <= 2 and not text:
-                return None  # `ab` and `ba`, written in math, are products of variables: sympy decides
-            return word_a.lower() == word_b.lower()  # words (3+ letters, or written as text) are compared as text
-        if (word_a is not None) != (word_b is not None) and (a is not None or b is not None):
-            return None if "e" in (word_a, word_b) else False  # a word against a number; Euler's e: sympy decides
-        return None
-
-    def _run_in_workers(self, pending: list[_Pending], stats: BatchStats) -> list[tuple[VerificationResult, float]]:
+    def _run_in_workers(
+        self, pending: list[_Pending], stats: BatchStats, remembered_pairs: set[tuple]
+    ) -> list[tuple[VerificationResult, float, bool]]:
         """Send each distinct undecided pair list to the workers once (a GRPO group often repeats an answer), unless
-        the verdict cache knows it; returns each item's result and the worker time it caused or shared."""
+        the verdict cache knows it; returns each item's result, the worker time it caused or shared, and whether the
+        result is a decision (to remember). `remembered_pairs`: worker questions of results remembered whole, which
+        count as questions the cache answered."""
         unique = list(dict.fromkeys(item.pairs for item in pending))
         known = {key: self._verdicts.get((self._namespace, key)) for key in unique}
         if self._verdicts.max_bytes:
-            stats.cache_lookups += len(unique)
-            stats.cache_hits += sum(outcome is not None for outcome in known.values())
+            answered_whole = len(remembered_pairs.difference(known))
+            stats.cache_lookups += len(unique) + answered_whole
+            stats.cache_hits += sum(outcome is not None for outcome in known.values()) + answered_whole
         asked = [key for key in unique if known[key] is None]
         outcomes = self._compare_in_workers([[list(g) for g in groups] for groups in asked]) if asked else []
         for key, outcome in zip(asked, outcomes):
@@ -333,7 +325,10 @@ class MathVerifier(Verifier):
             # failure of the machinery (crashed, stalled, unavailable) are asked again next time.
             if outcome.status == "ok":
                 self._verdicts.put((self._namespace, key), TaskOutcome("ok", value=outcome.value))
-        return [(self._result_from(item, known[item.pairs]), known[item.pairs].elapsed_s) for item in pending]
+        return [
+            (self._result_from(item, known[item.pairs]), known[item.pairs].elapsed_s, known[item.pairs].status == "ok")
+            for item in pending
+        ]
 
     def _compare_in_workers(self, pair_lists: list[list[list[tuple[str, str]]]]) -> list[TaskOutcome]:
         if not pair_lists:
