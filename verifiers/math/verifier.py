@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -151,35 +151,59 @@ class MathVerifier(Verifier):
         stats = BatchStats(items=len(completions), item_seconds=[0.0] * len(completions))
         results: list[VerificationResult | None] = [None] * len(completions)
         pending: list[_Pending] = []
-        first_with_text: dict[tuple, int] = {}
         copies: list[tuple[int, int]] = []
         remembered_pairs: set[tuple] = set()  # worker questions of remembered results: they count as cache hits
-        for i, (completion, reference) in enumerate(zip(completions, references)):
-            start = time.perf_counter()
-            text_key = _text_key(completion, reference)
-            if text_key is not None and text_key in first_with_text:
-                # The same text against the same reference: extraction and judgement are functions of the two.
-                copies.append((i, first_with_text[text_key]))
-                memo.duplicates += 1
-                continue
-            if text_key is not None:
-                first_with_text[text_key] = i
-            known = self._memory.get(*text_key) if text_key is not None else None
-            if known is not None:  # decided in an earlier batch
-                results[i] = known.result()
-                if known.question is not None:
-                    memo.seen(known.question)
-                if known.pairs is not None:
-                    remembered_pairs.add(known.pairs)
-            else:
-                self._prepare_item(i, completion, reference, memo, results, pending)
-            stats.item_seconds[i] = time.perf_counter() - start
+        known: dict[tuple, TaskOutcome | None] = {}  # each distinct worker question: its outcome (None: asked now)
+        asked: list[tuple] = []
+
+        def questions() -> Iterator[list]:
+            """Prepare every item, yielding each new question for the workers as soon as it is found: the workers
+            start on it while the next items are extracted and normalised."""
+            first_with_text: dict[tuple, int] = {}
+            for i, (completion, reference) in enumerate(zip(completions, references)):
+                start = time.perf_counter()
+                text_key = _text_key(completion, reference)
+                if text_key is not None and text_key in first_with_text:
+                    # The same text against the same reference: extraction and judgement are functions of the two.
+                    copies.append((i, first_with_text[text_key]))
+                    memo.duplicates += 1
+                    continue
+                if text_key is not None:
+                    first_with_text[text_key] = i
+                remembered = self._memory.get(*text_key) if text_key is not None else None
+                if remembered is not None:  # decided in an earlier batch
+                    results[i] = remembered.result()
+                    if remembered.question is not None:
+                        memo.seen(remembered.question)
+                    if remembered.pairs is not None:
+                        remembered_pairs.add(remembered.pairs)
+                elif self._prepare_item(i, completion, reference, memo, results, pending):
+                    key = pending[-1].pairs
+                    if key not in known:
+                        known[key] = self._verdicts.get((self._namespace, key))
+                        if known[key] is None:
+                            asked.append(key)
+                            stats.item_seconds[i] = time.perf_counter() - start
+                            yield [list(group) for group in key]
+                            continue
+                stats.item_seconds[i] = time.perf_counter() - start
+
+        for key, outcome in zip(asked, self._compare_in_workers(questions())):
+            known[key] = outcome
+            # Only decisions: a timeout (CPU time varies a little with load, see core/cache.py), an error and a
+            # failure of the machinery (crashed, stalled, unavailable) are asked again next time.
+            if outcome.status == "ok":
+                self._verdicts.put((self._namespace, key), TaskOutcome("ok", value=outcome.value))
         stats.duplicates = memo.duplicates
-        worker_results = self._run_in_workers(pending, stats, remembered_pairs) if pending or remembered_pairs else []
-        for item, (result, seconds, decided) in zip(pending, worker_results):
-            results[item.index] = result
-            stats.item_seconds[item.index] += seconds
-            if decided:
+        if self._verdicts.max_bytes and (known or remembered_pairs):
+            answered_whole = len(remembered_pairs.difference(known))
+            stats.cache_lookups += len(known) + answered_whole
+            stats.cache_hits += len(known) - len(asked) + answered_whole
+        for item in pending:
+            outcome = known[item.pairs]
+            result = results[item.index] = self._result_from(item, outcome)
+            stats.item_seconds[item.index] += outcome.elapsed_s
+            if outcome.status == "ok":
                 self._memory.put(completions[item.index], references[item.index], result, item.question, item.pairs)
         for copy, original in copies:
             kept = results[original]
@@ -211,9 +235,9 @@ class MathVerifier(Verifier):
     # -- stages -------------------------------------------------------------------------------------------------
     def _prepare_item(
         self, i: int, completion: Any, reference: Any, memo: BatchMemo, results: list, pending: list[_Pending]
-    ) -> None:
-        """`_prepare` one item into `results` (decided) or `pending` (for the workers); a decision on two texts is
-        remembered across batches, an exception raised on this answer is not."""
+    ) -> bool:
+        """`_prepare` one item into `results` (decided) or `pending` (for the workers: True); a decision on two texts
+        is remembered across batches, an exception raised on this answer is not."""
         memo.last_question = None
         try:
             decided = self._prepare(i, completion, reference, memo)
@@ -221,14 +245,15 @@ class MathVerifier(Verifier):
             logger.debug("math verifier failed on item %d", i, exc_info=True)
             trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
             results[i] = comparison_error(type(exc).__name__, f"{type(exc).__name__}: {exc}", traceback=trace)
-            return
+            return False
         if isinstance(decided, _Pending):
             decided.question = memo.last_question
             pending.append(decided)
-            return
+            return True
         results[i] = decided
         if _text_key(completion, reference) is not None:
             self._memory.put(completion, reference, decided, memo.last_question, None)
+        return False
 
     def _prepare(self, index: int, completion: Any, reference: Any, memo: BatchMemo) -> VerificationResult | _Pending:
         """Extraction and normalisation, then the in-process fast path; what is left becomes a `_Pending`. The
@@ -304,43 +329,29 @@ class MathVerifier(Verifier):
                 undecided.append((pred, ref))
         return tuple(undecided) if undecided else "wrong"
 
-    def _run_in_workers(
-        self, pending: list[_Pending], stats: BatchStats, remembered_pairs: set[tuple]
-    ) -> list[tuple[VerificationResult, float, bool]]:
-        """Send each distinct undecided pair list to the workers once (a GRPO group often repeats an answer), unless
-        the verdict cache knows it; returns each item's result, the worker time it caused or shared, and whether the
-        result is a decision (to remember). `remembered_pairs`: worker questions of results remembered whole, which
-        count as questions the cache answered."""
-        unique = list(dict.fromkeys(item.pairs for item in pending))
-        known = {key: self._verdicts.get((self._namespace, key)) for key in unique}
-        if self._verdicts.max_bytes:
-            answered_whole = len(remembered_pairs.difference(known))
-            stats.cache_lookups += len(unique) + answered_whole
-            stats.cache_hits += sum(outcome is not None for outcome in known.values()) + answered_whole
-        asked = [key for key in unique if known[key] is None]
-        outcomes = self._compare_in_workers([[list(g) for g in groups] for groups in asked]) if asked else []
-        for key, outcome in zip(asked, outcomes):
-            known[key] = outcome
-            # Only decisions: a timeout (CPU time varies a little with load, see core/cache.py), an error and a
-            # failure of the machinery (crashed, stalled, unavailable) are asked again next time.
-            if outcome.status == "ok":
-                self._verdicts.put((self._namespace, key), TaskOutcome("ok", value=outcome.value))
-        return [
-            (self._result_from(item, known[item.pairs]), known[item.pairs].elapsed_s, known[item.pairs].status == "ok")
-            for item in pending
-        ]
-
-    def _compare_in_workers(self, pair_lists: list[list[list[tuple[str, str]]]]) -> list[TaskOutcome]:
-        if not pair_lists:
+    def _compare_in_workers(self, pair_lists: Iterable[list]) -> list[TaskOutcome]:
+        """Each pair list's outcome, in order. `pair_lists` may be a generator (the batch's items being prepared): it
+        is always consumed to its end, and the pool starts only if it yields something."""
+        pair_lists = iter(pair_lists)
+        first = next(pair_lists, None)
+        if first is None:
             return []
+        sent = [first]
+
+        def items() -> Iterator[tuple]:
+            yield first, self.rel_tol, self.abs_tol
+            for pairs in pair_lists:
+                sent.append(pairs)
+                yield pairs, self.rel_tol, self.abs_tol
+
         try:
             pool = self._ensure_pool()
-            items = [(pairs, self.rel_tol, self.abs_tol) for pairs in pair_lists]
-            return pool.map(compare_task, items, timeout_s=self.timeout_s)
+            return pool.map(compare_task, items(), timeout_s=self.timeout_s)
         except (RuntimeError, OSError) as exc:  # no worker could start, or the pool broke: not the answers' fault
+            sent.extend(pair_lists)  # the items not prepared yet are prepared now
             logger.error("math verifier workers failed: %s: %s; scoring None", type(exc).__name__, exc)
             error = f"the worker pool failed: {type(exc).__name__}: {exc}"
-            return [TaskOutcome("unavailable", error=error)] * len(pair_lists)
+            return [TaskOutcome("unavailable", error=error)] * len(sent)
 
     def _ensure_pool(self) -> DeadlinePool:
         with self._pool_lock:

@@ -20,6 +20,19 @@ REFERENCE = "x^2+2x+1"
 GROUP = [r"\boxed{(x+1)^2}"] * 4 + [r"\boxed{x^2+2x+1}"] * 2 + [r"\boxed{x^2}", r"The answer is $\boxed{x^2}$."]
 
 
+def fake_workers(outcome: TaskOutcome, asked: list | None = None):
+    """A stand-in for the verifier's `_compare_in_workers`: every question gets `outcome`; `asked` records how many
+    questions each batch that had any sent."""
+
+    def compare(pair_lists):
+        pair_lists = list(pair_lists)  # a generator: the batch's items are prepared as it is consumed
+        if pair_lists and asked is not None:
+            asked.append(len(pair_lists))
+        return [outcome] * len(pair_lists)
+
+    return compare
+
+
 @pytest.fixture(scope="module")
 def verifier():
     verifier = get_verifier("math", timeout_s=5.0, n_workers=1)
@@ -97,12 +110,8 @@ def test_stats_of_concurrent_calls_do_not_mix(verifier):
 def test_failures_and_timeouts_are_never_cached(monkeypatch, status):
     verifier = get_verifier("math", n_workers=1)
     asked = []
-
-    def fake_workers(pair_lists):
-        asked.append(len(pair_lists))
-        return [TaskOutcome(status, error="boom", error_type="RecursionError")] * len(pair_lists)
-
-    monkeypatch.setattr(verifier, "_compare_in_workers", fake_workers)
+    outcome = TaskOutcome(status, error="boom", error_type="RecursionError")
+    monkeypatch.setattr(verifier, "_compare_in_workers", fake_workers(outcome, asked))
     first = verifier.verify_batch([r"\boxed{(x+1)^2}"], [REFERENCE])
     second, stats = verifier.verify_batch_with_stats([r"\boxed{(x+1)^2}"], [REFERENCE])
     assert asked == [1, 1] and (stats.cache_lookups, stats.cache_hits) == (1, 0)
@@ -113,12 +122,9 @@ def test_a_decision_is_cached_and_cache_mb_0_turns_it_off(monkeypatch):
     for cache_mb, expected_asks in ((64, [1]), (0, [1, 1])):
         verifier = get_verifier("math", n_workers=1, cache_mb=cache_mb)
         asked = []
-
-        def fake_workers(pair_lists, asked=asked):
-            asked.append(len(pair_lists))
-            return [TaskOutcome("ok", value=(True, "symbolic"))] * len(pair_lists)
-
-        monkeypatch.setattr(verifier, "_compare_in_workers", fake_workers)
+        monkeypatch.setattr(
+            verifier, "_compare_in_workers", fake_workers(TaskOutcome("ok", value=(True, "symbolic")), asked)
+        )
         first = verifier.verify_batch([r"\boxed{(x+1)^2}"], [REFERENCE])
         second, stats = verifier.verify_batch_with_stats([r"\boxed{(x+1)^2}"], [REFERENCE])
         assert asked == expected_asks and first == second and first[0].score == 1.0
@@ -134,11 +140,7 @@ def test_a_result_is_remembered_whole_across_batches(monkeypatch):
     runs = {}
     for cache_mb in (64, 0):
         verifier = get_verifier("math", n_workers=1, cache_mb=cache_mb)
-        monkeypatch.setattr(
-            verifier,
-            "_compare_in_workers",
-            lambda pair_lists: [TaskOutcome("ok", value=(True, "symbolic"))] * len(pair_lists),
-        )
+        monkeypatch.setattr(verifier, "_compare_in_workers", fake_workers(TaskOutcome("ok", value=(True, "symbolic"))))
         extracted.clear()
         first = verifier.verify_batch_with_stats(GROUP, [REFERENCE] * 8)
         after_first = len(extracted)
@@ -172,11 +174,7 @@ def test_a_bad_cache_mb_names_the_option():
 
 def test_the_cache_is_bounded_by_bytes(monkeypatch):
     verifier = get_verifier("math", n_workers=1, cache_mb=0.002)  # about 2 kB: a handful of verdicts
-    monkeypatch.setattr(
-        verifier,
-        "_compare_in_workers",
-        lambda pair_lists: [TaskOutcome("ok", value=(False, "different"))] * len(pair_lists),
-    )
+    monkeypatch.setattr(verifier, "_compare_in_workers", fake_workers(TaskOutcome("ok", value=(False, "different"))))
     verifier.verify_batch([rf"\boxed{{x^{{{i}}}}}" for i in range(3, 60)], [REFERENCE] * 57)
     assert 0 < len(verifier._verdicts) < 57 and verifier._verdicts.bytes <= 0.002 * 2**20
 
