@@ -75,9 +75,9 @@ class ResultMemory:
 def entry_bytes(completion: str, reference: str, entry: Remembered) -> int:
     """An entry's bytes, counted cheaply (this runs once per distinct item; `estimate_bytes` of the whole entry costs
     more than a lookup saves on a cold batch) and on the high side of `estimate_bytes` (tested on the public pairs)."""
-    texts = [completion, reference, entry.reason, entry.extracted or "", *map(str, entry.details.values())]
     size = ENTRY_FIXED_BYTES + ENTRY_OVERHEAD_BYTES + _nested_bytes(entry.question) + _nested_bytes(entry.pairs)
-    return size + sum(sys.getsizeof(text) for text in texts)
+    size += sys.getsizeof(completion) + sys.getsizeof(reference) + sys.getsizeof(entry.reason)
+    return size + sys.getsizeof(entry.extracted) + sum(_nested_bytes(value) for value in entry.details.values())
 
 
 def _nested_bytes(value: Any) -> int:
