@@ -8,7 +8,8 @@
   not keep the same non-zero value at two working precisions; a random point where one side is defined and the other
   is not is a different answer (`2\\ln x` is not `2\\ln|x|`), while at a refuting point it may be a hole (that of
   `(x^2-1)/(x-1)` at 1) and decides nothing.
-  `sympy.simplify` decides only when no point can be evaluated.
+  When no point can be evaluated (undefined functions), one exact evaluation at a rational point refutes a
+  difference that is a rational function (`nonzero_at_exact_point`); only what it cannot refute goes to `sympy.simplify`.
 """
 
 from __future__ import annotations
