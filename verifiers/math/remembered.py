@@ -15,9 +15,9 @@ without it.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Hashable
 from dataclasses import dataclass
+from sys import getsizeof
 from typing import Any
 
 from ..core.cache import ENTRY_OVERHEAD_BYTES, VerdictCache
@@ -74,16 +74,22 @@ class ResultMemory:
 
 def entry_bytes(completion: str, reference: str, entry: Remembered) -> int:
     """An entry's bytes, counted cheaply (this runs once per distinct item; `estimate_bytes` of the whole entry costs
-    more than a lookup saves on a cold batch) and on the high side of `estimate_bytes` (tested on the public pairs)."""
-    size = ENTRY_FIXED_BYTES + ENTRY_OVERHEAD_BYTES + _nested_bytes(entry.question) + _nested_bytes(entry.pairs)
-    size += sys.getsizeof(completion) + sys.getsizeof(reference) + sys.getsizeof(entry.reason)
-    return size + sys.getsizeof(entry.extracted) + sum(_nested_bytes(value) for value in entry.details.values())
+    more than a lookup saves on a cold batch) and on the high side of `estimate_bytes` (tested on the public pairs).
+    The shapes are those `MathVerifier` stores: details of strings and string pairs, a question of `Normalized`
+    answers or of strings, pairs grouped per candidate answer."""
+    size = ENTRY_FIXED_BYTES + ENTRY_OVERHEAD_BYTES + getsizeof(completion) + getsizeof(reference)
+    size += getsizeof(entry.reason) + getsizeof(entry.extracted)
+    for value in entry.details.values():
+        size += getsizeof(value) if isinstance(value, str) else TUPLE_BYTES + sum(map(getsizeof, value))
+    question = entry.question
+    if isinstance(question, tuple) and len(question) == 2 and isinstance(question[1], Normalized):
+        size += 2 * TUPLE_BYTES + sum(_normalized_bytes(answer) for answer in (*question[0], question[1]))
+    elif question is not None:
+        size += TUPLE_BYTES + sum(getsizeof(part if isinstance(part, str) else str(part)) for part in question)
+    for group in entry.pairs or ():
+        size += TUPLE_BYTES + sum(2 * TUPLE_BYTES + getsizeof(pred) + getsizeof(ref) for pred, ref in group)
+    return size
 
 
-def _nested_bytes(value: Any) -> int:
-    """Strings, `Normalized` answers and the tuples holding them."""
-    if isinstance(value, tuple):
-        return TUPLE_BYTES + sum(_nested_bytes(item) for item in value)
-    if isinstance(value, Normalized):
-        return NORMALIZED_BYTES + sum(sys.getsizeof(text or "") for text in (value.text, value.unit, value.invalid))
-    return sys.getsizeof(value)
+def _normalized_bytes(answer: Normalized) -> int:
+    return NORMALIZED_BYTES + getsizeof(answer.text) + getsizeof(answer.unit or "") + getsizeof(answer.invalid or "")
