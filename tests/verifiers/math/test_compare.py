@@ -200,6 +200,40 @@ def test_solution_set_equals_sympy_as_set_for_rational_relations(seed):
     assert solution_set(condition, x) == condition.as_set()
 
 
+def test_linear_set_is_what_sympy_solves():
+    """The directly written solution set of a linear relation equals `_eval_as_set()`, on every relation type, slope
+    sign and written form; anything else is left to sympy."""
+    import random
+
+    import sympy
+
+    from trl_grpo_ext.verifiers.math.relations import linear_set
+
+    x = sympy.Symbol("x", real=True)
+    rng = random.Random(0)
+    relations = [sympy.StrictGreaterThan, sympy.GreaterThan, sympy.StrictLessThan, sympy.LessThan, sympy.Eq, sympy.Ne]
+    written = 0
+    for _ in range(150):
+        a = sympy.Rational(rng.randint(-9, 9), rng.randint(1, 5))
+        b = sympy.Rational(rng.randint(-20, 20), rng.randint(1, 7))
+        side = rng.choice([a * x + b, a * (x + b), (a * x + b) / 3, b - a * x, x + b, -x, x**2 + a * x, 1 / (x + 1)])
+        relation = rng.choice(relations)(side, rng.choice([0, b]))
+        if relation in (sympy.true, sympy.false) or relation.free_symbols != {x}:
+            continue
+        solutions = linear_set(relation, x)
+        if solutions is not None:
+            written += 1
+            assert solutions == relation._eval_as_set(), relation
+        else:
+            assert (
+                isinstance(relation, sympy.Ne)
+                or not (relation.lhs - relation.rhs).is_polynomial(x)
+                or sympy.degree(relation.lhs - relation.rhs, x) != 1
+                or a == 0
+            ), relation
+    assert written >= 80
+
+
 # Leaves in the shapes of final answers; some need ANTLR's full-context (LL) prediction (`y^x^2` does), some
 # meet the decisions that `prediction` takes itself, so every stage of `latex_to_sympy` is exercised.
 PARSER_INPUTS = [
