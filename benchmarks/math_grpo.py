@@ -124,23 +124,44 @@ def load_demo_steps(rollouts: str | None) -> tuple[list[tuple[list[str], list[st
         return demo_steps(path), f"recorded now ({DEMO_STEPS} demo steps, {time.perf_counter() - start:.0f} s)"
 
 
+class CpuClock:
+    """CPU seconds of this process and of a verifier's worker processes (from /proc), read before and after a pass:
+    what a pass cost, whatever else the machine was running (wall-clock ratios swing with load)."""
+
+    def __init__(self, verifier):
+        self.pids = verifier._pool.worker_pids() if verifier._pool is not None else []
+
+    def read(self) -> tuple[float, float]:
+        from trl_grpo_ext.verifiers.core.deadline_pool import process_cpu_seconds
+
+        return time.process_time(), sum(process_cpu_seconds(pid) or 0.0 for pid in self.pids)
+
+    def since(self, before: tuple[float, float]) -> str:
+        process, workers = (after - start for after, start in zip(self.read(), before))
+        return f"CPU {process:.3f} s in this process, {workers:.3f} s in the workers"
+
+
 def time_math(epochs: list[list[tuple[list[str], list[str]]]], n_workers: int | None, timeout_s: float):
-    """Seconds per epoch for the `math` verifier (cache cleared before epoch 1 only), the verdicts, and the stats."""
+    """Seconds per epoch for the `math` verifier (cache cleared before epoch 1 only), the verdicts, the stats, and the
+    CPU time of each epoch (`CpuClock`)."""
     from trl_grpo_ext.verifiers import get_verifier
 
     verifier = get_verifier("math", timeout_s=timeout_s, n_workers=n_workers)
     verifier.start()
     verifier.clear_cache()
-    seconds, verdicts, stats = [], [], []
+    clock = CpuClock(verifier)
+    seconds, verdicts, stats, cpu = [], [], [], []
     for steps in epochs:
+        before = clock.read()
         start = time.perf_counter()
         for completions, references in steps:
             results, batch = verifier.verify_batch_with_stats(completions, references)
             verdicts.extend(r.score == 1.0 for r in results)
             stats.append(batch)
         seconds.append(time.perf_counter() - start)
+        cpu.append(clock.since(before))
     verifier.close()
-    return seconds, verdicts, stats
+    return seconds, verdicts, stats, cpu
 
 
 def time_accuracy_reward(epochs: list[list[tuple[list[str], list[str]]]], warm_up: Callable[[], None]):
