@@ -80,10 +80,11 @@ def record_demo(path: Path, steps: int = DEMO_STEPS) -> None:
 import json, sys
 sys.path.insert(0, {str(Path(__file__).resolve().parents[1] / "examples")!r})
 import demo, torch
+from script_setup import quiet_libraries
 from trl_grpo_ext.datasets import arithmetic_format_warmup
 from trl_grpo_ext.tiny_model import build_tiny_model
 args = demo.parse_args(["--max_steps", "{steps}", "--output_dir", {str(path.parent / "demo_out")!r}])
-demo.quiet_libraries(); torch.set_num_threads(args.threads); torch.manual_seed(args.seed)
+quiet_libraries(); torch.set_num_threads(args.threads); torch.manual_seed(args.seed)
 model, tokenizer = build_tiny_model(num_layers=args.num_layers, hidden_size=args.hidden_size, seed=args.seed)
 arithmetic_format_warmup(model, tokenizer, args.warmup_steps, args.seed)
 trainer = demo.build_trainer(model, tokenizer, args, demo.make_progress_callback(args.max_steps, None))
@@ -123,23 +124,44 @@ def load_demo_steps(rollouts: str | None) -> tuple[list[tuple[list[str], list[st
         return demo_steps(path), f"recorded now ({DEMO_STEPS} demo steps, {time.perf_counter() - start:.0f} s)"
 
 
+class CpuClock:
+    """CPU seconds of this process and of a verifier's worker processes (from /proc), read before and after a pass:
+    what a pass cost, whatever else the machine was running (wall-clock ratios swing with load)."""
+
+    def __init__(self, verifier):
+        self.pids = verifier._pool.worker_pids() if verifier._pool is not None else []
+
+    def read(self) -> tuple[float, float]:
+        from trl_grpo_ext.verifiers.core.deadline_pool import process_cpu_seconds
+
+        return time.process_time(), sum(process_cpu_seconds(pid) or 0.0 for pid in self.pids)
+
+    def since(self, before: tuple[float, float]) -> str:
+        process, workers = (after - start for after, start in zip(self.read(), before))
+        return f"CPU {process:.3f} s in this process, {workers:.3f} s in the workers"
+
+
 def time_math(epochs: list[list[tuple[list[str], list[str]]]], n_workers: int | None, timeout_s: float):
-    """Seconds per epoch for the `math` verifier (cache cleared before epoch 1 only), the verdicts, and the stats."""
+    """Seconds per epoch for the `math` verifier (cache cleared before epoch 1 only), the verdicts, the stats, and the
+    CPU time of each epoch (`CpuClock`)."""
     from trl_grpo_ext.verifiers import get_verifier
 
     verifier = get_verifier("math", timeout_s=timeout_s, n_workers=n_workers)
     verifier.start()
     verifier.clear_cache()
-    seconds, verdicts, stats = [], [], []
+    clock = CpuClock(verifier)
+    seconds, verdicts, stats, cpu = [], [], [], []
     for steps in epochs:
+        before = clock.read()
         start = time.perf_counter()
         for completions, references in steps:
             results, batch = verifier.verify_batch_with_stats(completions, references)
             verdicts.extend(r.score == 1.0 for r in results)
             stats.append(batch)
         seconds.append(time.perf_counter() - start)
+        cpu.append(clock.since(before))
     verifier.close()
-    return seconds, verdicts, stats
+    return seconds, verdicts, stats, cpu
 
 
 def time_accuracy_reward(epochs: list[list[tuple[list[str], list[str]]]], warm_up: Callable[[], None]):

@@ -22,6 +22,9 @@ Throughput is timed over whole passes of the set, the same number for both grade
 strings, so both graders' parse caches hit (the `math` verifier's cache of whole verdicts is cleared before each
 pass); it overstates a training run, whose answers change from step to step.
 
+Each pass of `math` also prints its CPU seconds, in this process and in the workers (from /proc): unlike the
+wall-clock ratio, a before/after comparison that holds on a machine other jobs are loading.
+
 Both graders get the same per-item limit: `accuracy_reward` hard-codes 5 s per verification (10 s per parse) in the
 main thread; the `math` verifier runs with timeout_s=5 on its worker processes (one per core).
 """
@@ -73,12 +76,18 @@ def run_math(cases: list[dict], n_workers: int | None, passes: int) -> tuple[lis
     start = time.perf_counter()
     verifier.start()  # start the workers and wait until each has warmed up, before timing
     print(f"math: starting and warming the workers took {time.perf_counter() - start:.2f} s (once per training run)")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from math_grpo import CpuClock
+
+    clock = CpuClock(verifier)
     seconds = []
-    for _ in range(passes):
+    for i in range(passes):
         verifier.clear_cache()  # time the comparisons, not the verdict cache (the workers keep their parse caches)
+        before = clock.read()
         start = time.perf_counter()
         results = verifier.verify_batch([c["pred"] for c in cases], [c["gold"] for c in cases])
         seconds.append(time.perf_counter() - start)
+        print(f"math pass {i + 1}: {clock.since(before)}")
     verifier.close()
     return [r.score == 1.0 for r in results], results, seconds
 
@@ -231,14 +240,14 @@ def run_grpo(source: str, args: argparse.Namespace) -> int:
         "duplication (same completion text and reference within a step): "
         + ", ".join(f"epoch {i + 1} {duplication_rate(steps):.1%}" for i, steps in enumerate(epochs))
     )
-    ours_s, ours, stats = time_math(epochs, args.workers, PER_ITEM_LIMIT_S)
+    ours_s, ours, stats, cpu = time_math(epochs, args.workers, PER_ITEM_LIMIT_S)
     per_epoch = len(stats) // len(epochs)
     for i in range(len(epochs)):
         batch = stats[i * per_epoch : (i + 1) * per_epoch]
         lookups, hits = sum(b.cache_lookups for b in batch), sum(b.cache_hits for b in batch)
         print(
             f"epoch {i + 1}: math dedup_rate {sum(b.duplicates for b in batch) / sum(b.items for b in batch):.1%} "
-            f"(after normalisation), verdict cache hits {hits}/{lookups} worker questions"
+            f"(after normalisation), verdict cache hits {hits}/{lookups} worker questions; {cpu[i]}"
         )
     nan = [float("nan")] * len(epochs)
     if args.skip_trl:
@@ -300,7 +309,9 @@ def run_rounds(rounds: int, forwarded: list[str]) -> int:
                     per_pass[name].extend([] for _ in range(len(values) - len(per_pass[name])))
                     for collected, value in zip(per_pass[name], values):
                         collected.append(value)
-            elif round_index == 0 or line.startswith(("throughput", "per-item", "math: starting")):
+            elif round_index == 0 or line.startswith(
+                ("throughput", "per-item", "math: starting", "math pass", "epoch")
+            ):
                 print(line)
     for name, passes in per_pass.items():
         for i, values in enumerate(passes):

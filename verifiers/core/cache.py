@@ -101,10 +101,14 @@ class VerdictCache:
             self._entries.move_to_end(key)
             return entry[0]
 
-    def put(self, key: Hashable, value: Any) -> None:
+    def put(self, key: Hashable, value: Any, size: int | None = None) -> None:
         """Store a decision, evicting the least recently used ones until the total fits; one larger than the whole
-        bound is not stored."""
-        size = estimate_bytes(key) + estimate_bytes(value) + ENTRY_OVERHEAD_BYTES
+        bound is not stored. `size`: the entry's bytes when the caller counts them itself (default: `estimate_bytes`
+        of key and value, plus the bookkeeping)."""
+        if not self.max_bytes:
+            return
+        if size is None:
+            size = estimate_bytes(key) + estimate_bytes(value) + ENTRY_OVERHEAD_BYTES
         if size > self.max_bytes:
             return
         with self._lock:

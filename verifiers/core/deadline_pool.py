@@ -48,7 +48,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
@@ -249,14 +249,28 @@ class _Running:
 
 
 class _Batch:
-    """The state of one `map` call."""
+    """The state of one `map` call. `items` is a sequence, or an iterator whose items are taken one at a time while the
+    workers compute (`source`)."""
 
-    def __init__(self, fn: Callable[..., Any], items: Sequence[tuple], timeout_s: float, wall_limit_s: float):
-        self.fn, self.items, self.timeout_s, self.wall_limit_s = fn, items, timeout_s, wall_limit_s
-        self.outcomes: list[TaskOutcome | None] = [None] * len(items)
-        self.pending = list(range(len(items)))[::-1]  # a stack: pop() yields items in input order
+    def __init__(self, fn: Callable[..., Any], items: Iterable[tuple], timeout_s: float, wall_limit_s: float):
+        self.fn, self.timeout_s, self.wall_limit_s = fn, timeout_s, wall_limit_s
+        self.source: Iterator[tuple] | None = None if isinstance(items, Sequence) else iter(items)
+        self.items: list[tuple] = [] if self.source is not None else list(items)
+        self.outcomes: list[TaskOutcome | None] = [None] * len(self.items)
+        self.pending = list(range(len(self.items)))[::-1]  # a stack: pop() yields items in input order
         self.running: dict[Connection, _Running] = {}
         self.deaths: dict[int, str] = {}  # item -> how its first worker died
+
+    def pull(self) -> None:
+        """Take the next item from the source (the caller's code runs meanwhile); it goes after every pending one."""
+        try:
+            item = next(self.source)  # type: ignore[arg-type]
+        except StopIteration:
+            self.source = None
+            return
+        self.items.append(item)
+        self.outcomes.append(None)
+        self.pending.insert(0, len(self.items) - 1)
 
     def over_budget(self) -> str:
         return f"exceeded {self.timeout_s:g} s of CPU time"
@@ -399,11 +413,15 @@ class DeadlinePool:
     def map(
         self,
         fn: Callable[..., Any],
-        items: Sequence[tuple],
+        items: Iterable[tuple],
         timeout_s: float = 5.0,
         wall_limit_s: float | None = None,
     ) -> list[TaskOutcome]:
         """Run `fn(*item)` for every item, in parallel; return one `TaskOutcome` per item, in input order.
+
+        `items` may be an iterator (a generator that finds the items): each item is sent as soon as it comes and a
+        worker is free, so the work of finding the next ones overlaps the workers' (an exception it raises stops the
+        call, as in `map` of a list). Without free workers the items wait in order.
 
         Each item may use `timeout_s` seconds of CPU time, and at most `wall_limit_s` seconds of wall-clock time
         (default `WALL_LIMIT_FACTOR * timeout_s`: only a worker blocked or starved reaches it).
@@ -416,9 +434,13 @@ class DeadlinePool:
             raise ValueError(f"wall_limit_s must be at least timeout_s ({timeout_s!r}), got {wall_limit_s!r}.")
         batch = _Batch(fn, items, timeout_s, wall_limit_s)
         try:
-            while batch.pending or batch.running:
+            while batch.pending or batch.running or batch.source is not None:
                 self._dispatch(batch)
-                self._collect(batch)
+                if batch.source is not None:  # take the next item, then look at the workers without waiting
+                    batch.pull()
+                    self._collect(batch, block=False)
+                else:
+                    self._collect(batch)
         finally:
             for item in batch.running.values():  # interrupted (KeyboardInterrupt): do not leak busy workers
                 self._retire(item.worker, replace=True)
@@ -426,8 +448,9 @@ class DeadlinePool:
 
     def _dispatch(self, batch: _Batch) -> None:
         while batch.pending:
-            # Block for a worker only when this caller has nothing in flight, so it never waits on itself.
-            worker = self._acquire(block=not batch.running)
+            # Block for a worker only when this caller has nothing in flight, so it never waits on itself (nor while
+            # it has items of its own to find).
+            worker = self._acquire(block=not batch.running and batch.source is None)
             if worker is None:
                 return
             index = batch.pending.pop()
@@ -442,10 +465,13 @@ class DeadlinePool:
                 raise
             batch.running[worker.reader] = _Running(worker, index, start, check_at=start + batch.timeout_s)
 
-    def _collect(self, batch: _Batch) -> None:
-        """Wait for a reply or for the next look at a worker's CPU time, whichever comes first."""
+    def _collect(self, batch: _Batch, block: bool = True) -> None:
+        """Wait for a reply or for the next look at a worker's CPU time, whichever comes first (without `block`: take
+        the replies already there, and look at the workers due for a look)."""
+        if not batch.running:
+            return
         next_check = min(item.check_at for item in batch.running.values())
-        timeout = max(0.0, next_check - time.monotonic())
+        timeout = max(0.0, next_check - time.monotonic()) if block else 0.0
         if batch.pending:  # a worker another caller releases must not sit idle while this caller's items wait
             timeout = min(timeout, WAITING_POLL_S)
         try:

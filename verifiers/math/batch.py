@@ -35,6 +35,7 @@ class BatchMemo:
         self._judgements: dict[tuple, Any] = {}
         self._questions: set[Hashable] = set()
         self.duplicates = 0
+        self.last_question: Hashable | None = None  # the question `seen` last (the caller resets it per item)
 
     def reference(self, reference: str) -> Reference:
         if reference not in self._references:
@@ -49,6 +50,7 @@ class BatchMemo:
         return self._normalized[key]
 
     def seen(self, question: Hashable) -> None:
+        self.last_question = question
         if question in self._questions:
             self.duplicates += 1
         self._questions.add(question)

@@ -8,17 +8,20 @@
   not keep the same non-zero value at two working precisions; a random point where one side is defined and the other
   is not is a different answer (`2\\ln x` is not `2\\ln|x|`), while at a refuting point it may be a hole (that of
   `(x^2-1)/(x-1)` at 1) and decides nothing.
-  `sympy.simplify` decides only when no point can be evaluated.
+  When no point can be evaluated (undefined functions), one exact evaluation at a rational point refutes a
+  difference that is a rational function (`nonzero_at_exact_point`); only what it cannot refute goes to `sympy.simplify`.
 """
 
 from __future__ import annotations
 
+import random
 from fractions import Fraction
 
 import mpmath
 import sympy
 from sympy import MatrixBase
 from sympy.core.evalf import PrecisionExhausted
+from sympy.core.function import AppliedUndef
 
 from .numbers import Tolerance, written_precision
 from .points import DIGITS, Unevaluable, difference_is_real, sample_values, values_agree
@@ -135,10 +138,43 @@ def _functions_equal(pred: sympy.Expr, ref: sympy.Expr) -> bool:
     verdict = _agree_at_points(pred, ref)
     if verdict is not None:
         return verdict
+    if nonzero_at_exact_point(pred - ref):  # what simplify would find, without simplify (~5-20 ms each)
+        return False
     try:
         return sympy.simplify(pred - ref) == 0
     except NotImplementedError:  # sympy's "cannot": no proof that they are equal
         return False
+
+
+def nonzero_at_exact_point(difference: sympy.Expr) -> bool:
+    """Whether `difference` is shown not to be identically zero by one exact evaluation, so that `simplify` (which
+    only rewrites an expression into an equal one) cannot reduce it to 0. For the differences that sampling cannot
+    evaluate: undefined functions (`f(x)`, and letter salad such as `Rational(1,3)` read as `R a t i o n a l(1, 3)`).
+
+    Every variable takes a fixed rational value; then every undefined function, applied to rational arguments only,
+    takes its own rational value (some function `f` has those values there, a polynomial through them). The result
+    must be an exact number `a + b i` with rational a, b: it is if `difference` is a rational function of the
+    variables and the applied functions; that function, defined and non-zero at one point, is not zero, under any
+    reading of the functions. Anything else (a root, `\\sin`, a pole at the point) proves nothing: False, and the
+    caller goes on to simplify.
+    """
+    symbols = sorted(difference.free_symbols, key=str)
+    calls = {call: sympy.Dummy() for call in difference.atoms(AppliedUndef)}
+    if not all(arg.is_rational_function(*symbols) for call in calls for arg in call.args):
+        return False  # `f(\\sin x)`, `f(g(x))`: not a rational function of the variables once f is one
+    if not difference.xreplace(calls).is_rational_function(*symbols, *calls.values()):
+        return False
+    rng = random.Random(0)
+    point = {s: sympy.Rational(rng.randrange(1, 10**6), 999_983) for s in symbols}  # 999983 is prime
+    at_point = difference.xreplace(point)
+    applied = sorted(at_point.atoms(AppliedUndef), key=str)  # `f(x)` and `f(2x)` are two calls unless x = 0
+    if not all(arg.is_Rational for call in applied for arg in call.args):
+        return False
+    value = at_point.xreplace({call: sympy.Rational(rng.randrange(1, 10**6), 999_979) for call in applied})
+    if value.free_symbols or value.atoms(sympy.Function) or any(not p.exp.is_Integer for p in value.atoms(sympy.Pow)):
+        return False
+    real, imaginary = value.as_real_imag()
+    return real.is_Rational is True and imaginary.is_Rational is True and (real != 0 or imaginary != 0)
 
 
 def _agree_at_points(pred: sympy.Expr, ref: sympy.Expr) -> bool | None:

@@ -143,8 +143,35 @@ def solution_set(condition: sympy.Basic, real: sympy.Symbol) -> sympy.Set:
         and (part.lhs - part.rhs).is_rational_function(real)
         for part in parts
     ):
-        return sympy.Intersection(*(part._eval_as_set() for part in parts))
+        return sympy.Intersection(*(linear_set(part, real) or part._eval_as_set() for part in parts))
     return condition.as_set()
+
+
+LINEAR_SETS = {
+    # (relation, sign of the slope) -> the solutions of `slope * x + intercept (relation) 0` around its root r
+    (sympy.StrictGreaterThan, 1): lambda r: sympy.Interval.open(r, sympy.oo),
+    (sympy.StrictGreaterThan, -1): lambda r: sympy.Interval.open(-sympy.oo, r),
+    (sympy.GreaterThan, 1): lambda r: sympy.Interval(r, sympy.oo),
+    (sympy.GreaterThan, -1): lambda r: sympy.Interval(-sympy.oo, r),
+    (sympy.StrictLessThan, 1): lambda r: sympy.Interval.open(-sympy.oo, r),
+    (sympy.StrictLessThan, -1): lambda r: sympy.Interval.open(r, sympy.oo),
+    (sympy.LessThan, 1): lambda r: sympy.Interval(-sympy.oo, r),
+    (sympy.LessThan, -1): lambda r: sympy.Interval(r, sympy.oo),
+    (sympy.Equality, 1): sympy.FiniteSet,
+    (sympy.Equality, -1): sympy.FiniteSet,
+}
+
+
+def linear_set(relation: sympy.Basic, real: sympy.Symbol) -> sympy.Set | None:
+    """The real solutions of a relation whose sides differ by `a x + b` with rational a != 0 and b, written down
+    directly: what `relation._eval_as_set()` returns (tested), without the periodicity check and the solver it runs
+    first (5 - 10 ms per relation). None for any other relation."""
+    difference = relation.lhs - relation.rhs
+    slope, intercept = difference.coeff(real, 1), difference.coeff(real, 0)
+    if not (slope.is_Rational and intercept.is_Rational and slope != 0) or difference != slope * real + intercept:
+        return None
+    build = LINEAR_SETS.get((type(relation), 1 if slope > 0 else -1))
+    return build(-intercept / slope) if build is not None else None
 
 
 def _chain_interval(rel: Relation) -> Interval | None:

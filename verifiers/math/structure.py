@@ -12,6 +12,7 @@ An answer is a tree of
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -82,6 +83,8 @@ def _depth_scan(text: str):
 
 def split_top(text: str, separators: str) -> list[str]:
     """Split at characters in `separators` that sit at bracket depth 0."""
+    if not any(separator in text for separator in separators):  # nothing to split: skip the scan
+        return [text.strip()]
     pieces, start = [], 0
     for i, depth in _depth_scan(text):
         if depth == 0 and text[i] in separators and not (i > 0 and text[i - 1] == "\\"):
@@ -97,6 +100,8 @@ def _top_level_spans(text: str, pattern: re.Pattern) -> list[re.Match]:
 
 
 def _split_pattern(text: str, pattern: re.Pattern) -> tuple[list[str], list[str]]:
+    if pattern.search(text) is None:  # nothing to split: skip the depth scan
+        return [text.strip()], []
     matches = _top_level_spans(text, pattern)
     parts, ops, start = [], [], 0
     for m in matches:
@@ -122,8 +127,10 @@ def _outer_brackets(text: str) -> tuple[str, str, str] | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_structure(text: str) -> object:
-    """The structure tree of a normalised answer (see the module docstring)."""
+    """The structure tree of a normalised answer (see the module docstring); immutable, so kept per text (a reference
+    is compared with every answer of its group)."""
     text = text.strip()
     groups = [group for group in split_top(text, ";") if group]
     if len(groups) > 1 and any(len(split_top(group, ",")) > 1 for group in groups):

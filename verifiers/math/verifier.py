@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,8 +22,10 @@ from ..core.deadline_pool import DeadlinePool, TaskOutcome
 from ..core.registry import register_verifier
 from .batch import BatchMemo
 from .extract import extract_answer
-from .normalize import Normalized, as_word, plain_number
-from .numbers import Tolerance, plain_numbers_equal
+from .fast import degree_pairs, fast_compare, percent_pairs
+from .normalize import Normalized
+from .numbers import Tolerance
+from .remembered import ResultMemory
 
 logger = logging.getLogger("trl_grpo_ext.verifiers.math")
 
@@ -32,8 +34,6 @@ PERCENT_MODES = ("either", "strip", "fraction")
 RULES_VERSION = "math-2026.12-1"
 # Libraries whose version can change a worker's verdict (part of the verdict cache's namespace).
 SYMPY_LIBRARIES = ("sympy", "latex2sympy2_extended", "mpmath")
-# Two-letter English words an answer may be: never a product of two variables (`no` is not `on`).
-TWO_LETTER_WORDS = frozenset("no on or of is it if in an as at to up us we so do go be by he me my".split())
 
 
 @dataclass
@@ -44,15 +44,7 @@ class _Pending:
     pairs: tuple[tuple[tuple[str, str], ...], ...]  # per candidate answer, its (prediction, reference) pairs
     extracted: str
     details: dict[str, Any]
-
-
-def _degree_pairs(pred: Normalized, ref: Normalized) -> list[tuple[str, str]]:
-    """An angle in degrees against one in radians written with pi: `30^\\circ` is `\\frac{\\pi}{6}`."""
-    if pred.degrees and not ref.degrees and "\\pi" in ref.text:
-        return [(f"\\frac{{\\pi}}{{180}} \\cdot ({pred.text})", ref.text)]
-    if ref.degrees and not pred.degrees and "\\pi" in pred.text:
-        return [(pred.text, f"\\frac{{\\pi}}{{180}} \\cdot ({ref.text})")]
-    return []
+    question: Any = None  # what the item asked (`BatchMemo.seen`), remembered with its result
 
 
 def _check_positive(name: str, value: Any, allow_zero: bool = False) -> None:
@@ -128,6 +120,11 @@ class MathVerifier(Verifier):
         self._namespace = verdict_namespace(
             "math", RULES_VERSION, {"rel_tol": self.rel_tol, "abs_tol": self.abs_tol}, SYMPY_LIBRARIES
         )
+        # Whole results by the two texts, in the same cache: every option that changes a result is in its namespace.
+        options = {"rel_tol": self.rel_tol, "abs_tol": self.abs_tol, "percent": percent, "strip_units": strip_units}
+        self._memory = ResultMemory(
+            self._verdicts, verdict_namespace("math-results", RULES_VERSION, options, SYMPY_LIBRARIES)
+        )
 
     # -- public API ---------------------------------------------------------------------------------------------
     def verify(self, completion: str, reference: Any) -> VerificationResult:
@@ -154,34 +151,60 @@ class MathVerifier(Verifier):
         stats = BatchStats(items=len(completions), item_seconds=[0.0] * len(completions))
         results: list[VerificationResult | None] = [None] * len(completions)
         pending: list[_Pending] = []
-        first_with_text: dict[tuple, int] = {}
         copies: list[tuple[int, int]] = []
-        for i, (completion, reference) in enumerate(zip(completions, references)):
-            start = time.perf_counter()
-            text_key = _text_key(completion, reference)
-            if text_key is not None and text_key in first_with_text:
-                # The same text against the same reference: extraction and judgement are functions of the two.
-                copies.append((i, first_with_text[text_key]))
-                memo.duplicates += 1
-                continue
-            if text_key is not None:
-                first_with_text[text_key] = i
-            try:
-                decided = self._prepare(i, completion, reference, memo)
-            except Exception as exc:  # a bug that this answer triggers: 0, counted and logged apart (_result_from)
-                logger.debug("math verifier failed on item %d", i, exc_info=True)
-                trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-                decided = comparison_error(type(exc).__name__, f"{type(exc).__name__}: {exc}", traceback=trace)
-            if isinstance(decided, _Pending):
-                pending.append(decided)
-            else:
-                results[i] = decided
-            stats.item_seconds[i] = time.perf_counter() - start
+        remembered_pairs: set[tuple] = set()  # worker questions of remembered results: they count as cache hits
+        known: dict[tuple, TaskOutcome | None] = {}  # each distinct worker question: its outcome (None: asked now)
+        asked: list[tuple] = []
+
+        def questions() -> Iterator[list]:
+            """Prepare every item, yielding each new question for the workers as soon as it is found: the workers
+            start on it while the next items are extracted and normalised."""
+            first_with_text: dict[tuple, int] = {}
+            for i, (completion, reference) in enumerate(zip(completions, references)):
+                start = time.perf_counter()
+                text_key = _text_key(completion, reference)
+                if text_key is not None and text_key in first_with_text:
+                    # The same text against the same reference: extraction and judgement are functions of the two.
+                    copies.append((i, first_with_text[text_key]))
+                    memo.duplicates += 1
+                    continue
+                if text_key is not None:
+                    first_with_text[text_key] = i
+                remembered = self._memory.get(*text_key) if text_key is not None else None
+                if remembered is not None:  # decided in an earlier batch
+                    results[i] = remembered.result()
+                    if remembered.question is not None:
+                        memo.seen(remembered.question)
+                    if remembered.pairs is not None:
+                        remembered_pairs.add(remembered.pairs)
+                elif self._prepare_item(i, completion, reference, memo, results, pending):
+                    key = pending[-1].pairs
+                    if key not in known:
+                        known[key] = self._verdicts.get((self._namespace, key))
+                        if known[key] is None:
+                            asked.append(key)
+                            stats.item_seconds[i] = time.perf_counter() - start
+                            yield [list(group) for group in key]
+                            continue
+                stats.item_seconds[i] = time.perf_counter() - start
+
+        for key, outcome in zip(asked, self._compare_in_workers(questions())):
+            known[key] = outcome
+            # Only decisions: a timeout (CPU time varies a little with load, see core/cache.py), an error and a
+            # failure of the machinery (crashed, stalled, unavailable) are asked again next time.
+            if outcome.status == "ok":
+                self._verdicts.put((self._namespace, key), TaskOutcome("ok", value=outcome.value))
         stats.duplicates = memo.duplicates
-        if pending:
-            for item, (result, seconds) in zip(pending, self._run_in_workers(pending, stats)):
-                results[item.index] = result
-                stats.item_seconds[item.index] += seconds
+        if self._verdicts.max_bytes and (known or remembered_pairs):
+            answered_whole = len(remembered_pairs.difference(known))
+            stats.cache_lookups += len(known) + answered_whole
+            stats.cache_hits += len(known) - len(asked) + answered_whole
+        for item in pending:
+            outcome = known[item.pairs]
+            result = results[item.index] = self._result_from(item, outcome)
+            stats.item_seconds[item.index] += outcome.elapsed_s
+            if outcome.status == "ok":
+                self._memory.put(completions[item.index], references[item.index], result, item.question, item.pairs)
         for copy, original in copies:
             kept = results[original]
             results[copy] = VerificationResult(kept.score, kept.reason, kept.extracted, dict(kept.details))
@@ -210,6 +233,28 @@ class MathVerifier(Verifier):
         self._verdicts.clear()
 
     # -- stages -------------------------------------------------------------------------------------------------
+    def _prepare_item(
+        self, i: int, completion: Any, reference: Any, memo: BatchMemo, results: list, pending: list[_Pending]
+    ) -> bool:
+        """`_prepare` one item into `results` (decided) or `pending` (for the workers: True); a decision on two texts
+        is remembered across batches, an exception raised on this answer is not."""
+        memo.last_question = None
+        try:
+            decided = self._prepare(i, completion, reference, memo)
+        except Exception as exc:  # a bug that this answer triggers: 0, counted and logged apart (_result_from)
+            logger.debug("math verifier failed on item %d", i, exc_info=True)
+            trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+            results[i] = comparison_error(type(exc).__name__, f"{type(exc).__name__}: {exc}", traceback=trace)
+            return False
+        if isinstance(decided, _Pending):
+            decided.question = memo.last_question
+            pending.append(decided)
+            return True
+        results[i] = decided
+        if _text_key(completion, reference) is not None:
+            self._memory.put(completion, reference, decided, memo.last_question, None)
+        return False
+
     def _prepare(self, index: int, completion: Any, reference: Any, memo: BatchMemo) -> VerificationResult | _Pending:
         """Extraction and normalisation, then the in-process fast path; what is left becomes a `_Pending`. The
         reference's reading, each normalised answer and each judgement are computed once per batch (`memo`)."""
@@ -275,77 +320,38 @@ class MathVerifier(Verifier):
         if pred_norm.unit and ref_norm.unit and pred_norm.unit != ref_norm.unit:
             return "different_unit"
         undecided = []
-        for pred, ref in self._percent_pairs(pred_norm, ref_norm) + _degree_pairs(pred_norm, ref_norm):
-            verdict = self._fast_compare(pred, ref, pred_norm.text_answer or ref_norm.text_answer)
+        tolerance = Tolerance(self.rel_tol, self.abs_tol)
+        for pred, ref in percent_pairs(pred_norm, ref_norm, self.percent) + degree_pairs(pred_norm, ref_norm):
+            verdict = fast_compare(pred, ref, tolerance, pred_norm.text_answer or ref_norm.text_answer)
             if verdict is True:
                 return True
             if verdict is None:
                 undecided.append((pred, ref))
         return tuple(undecided) if undecided else "wrong"
 
-    def _percent_pairs(self, pred: Normalized, ref: Normalized) -> list[tuple[str, str]]:
-        def hundredth(text: str) -> str:
-            value = plain_number(text)
-            return f"{value / 100}" if value is not None else f"\\frac{{{text}}}{{100}}"
-
-        if self.percent == "strip" or pred.percent == ref.percent:
-            return [(pred.text, ref.text)]
-        if self.percent == "fraction":
-            return [
-                (hundredth(pred.text) if pred.percent else pred.text, hundredth(ref.text) if ref.percent else ref.text)
-            ]
-        scaled = (hundredth(pred.text), ref.text) if pred.percent else (pred.text, hundredth(ref.text))
-        return [(pred.text, ref.text), scaled]
-
-    def _fast_compare(self, pred: str, ref: str, text: bool = False) -> bool | None:
-        """True/False when decidable in microseconds without sympy; None when a worker must decide. `text`: one side
-        was written as text (`\\text{no}`), so its letters are a word, not a product of variables."""
-        if pred.replace(" ", "") == ref.replace(" ", ""):
-            return True
-        a, b = plain_number(pred), plain_number(ref)
-        if a is not None and b is not None:
-            return plain_numbers_equal(a, b, pred, ref, Tolerance(self.rel_tol, self.abs_tol))
-        word_a, word_b = as_word(pred), as_word(ref)
-        if word_a is not None and word_b is not None:
-            if len(word_a) == 1 or len(word_b) == 1:  # single letters: E (a choice) is not e (Euler's number)
-                return word_a == word_b
-            text = text or bool({word_a.lower(), word_b.lower()} & TWO_LETTER_WORDS)
-            if word_a != word_b and sorted(word_a) == sorted(word_b) and len(word_a) <= 2 and not text:
-                return None  # `ab` and `ba`, written in math, are products of variables: sympy decides
-            return word_a.lower() == word_b.lower()  # words (3+ letters, or written as text) are compared as text
-        if (word_a is not None) != (word_b is not None) and (a is not None or b is not None):
-            return None if "e" in (word_a, word_b) else False  # a word against a number; Euler's e: sympy decides
-        return None
-
-    def _run_in_workers(self, pending: list[_Pending], stats: BatchStats) -> list[tuple[VerificationResult, float]]:
-        """Send each distinct undecided pair list to the workers once (a GRPO group often repeats an answer), unless
-        the verdict cache knows it; returns each item's result and the worker time it caused or shared."""
-        unique = list(dict.fromkeys(item.pairs for item in pending))
-        known = {key: self._verdicts.get((self._namespace, key)) for key in unique}
-        if self._verdicts.max_bytes:
-            stats.cache_lookups += len(unique)
-            stats.cache_hits += sum(outcome is not None for outcome in known.values())
-        asked = [key for key in unique if known[key] is None]
-        outcomes = self._compare_in_workers([[list(g) for g in groups] for groups in asked]) if asked else []
-        for key, outcome in zip(asked, outcomes):
-            known[key] = outcome
-            # Only decisions: a timeout (CPU time varies a little with load, see core/cache.py), an error and a
-            # failure of the machinery (crashed, stalled, unavailable) are asked again next time.
-            if outcome.status == "ok":
-                self._verdicts.put((self._namespace, key), TaskOutcome("ok", value=outcome.value))
-        return [(self._result_from(item, known[item.pairs]), known[item.pairs].elapsed_s) for item in pending]
-
-    def _compare_in_workers(self, pair_lists: list[list[list[tuple[str, str]]]]) -> list[TaskOutcome]:
-        if not pair_lists:
+    def _compare_in_workers(self, pair_lists: Iterable[list]) -> list[TaskOutcome]:
+        """Each pair list's outcome, in order. `pair_lists` may be a generator (the batch's items being prepared): it
+        is always consumed to its end, and the pool starts only if it yields something."""
+        pair_lists = iter(pair_lists)
+        first = next(pair_lists, None)
+        if first is None:
             return []
+        sent = [first]
+
+        def items() -> Iterator[tuple]:
+            yield first, self.rel_tol, self.abs_tol
+            for pairs in pair_lists:
+                sent.append(pairs)
+                yield pairs, self.rel_tol, self.abs_tol
+
         try:
             pool = self._ensure_pool()
-            items = [(pairs, self.rel_tol, self.abs_tol) for pairs in pair_lists]
-            return pool.map(compare_task, items, timeout_s=self.timeout_s)
+            return pool.map(compare_task, items(), timeout_s=self.timeout_s)
         except (RuntimeError, OSError) as exc:  # no worker could start, or the pool broke: not the answers' fault
+            sent.extend(pair_lists)  # the items not prepared yet are prepared now
             logger.error("math verifier workers failed: %s: %s; scoring None", type(exc).__name__, exc)
             error = f"the worker pool failed: {type(exc).__name__}: {exc}"
-            return [TaskOutcome("unavailable", error=error)] * len(pair_lists)
+            return [TaskOutcome("unavailable", error=error)] * len(sent)
 
     def _ensure_pool(self) -> DeadlinePool:
         with self._pool_lock:

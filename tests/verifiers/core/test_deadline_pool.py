@@ -39,6 +39,24 @@ def test_results_come_back_in_input_order(pool):
     assert [o.value for o in outcomes] == [11 * i for i in range(20)]
 
 
+def test_items_from_a_generator_start_while_it_finds_the_next_ones(pool):
+    """An iterator of items is consumed as the workers run: the first item is running before the generator has found
+    the last, timeouts still hold, and the outcomes come back in order."""
+    found_at = []
+
+    def items():
+        for i in range(6):
+            found_at.append(time.time())
+            yield (0.3,) if i != 3 else (60,)  # the caller's own work between items
+            time.sleep(0.3)
+
+    started = time.time()
+    outcomes = pool.map(sleep_then_time, items(), timeout_s=1.0, wall_limit_s=2.0)
+    assert [o.status for o in outcomes] == ["ok", "ok", "ok", "stalled", "ok", "ok"]
+    assert outcomes[0].value < found_at[-1]  # the first item had run before the last one was found
+    assert time.time() - started < 0.3 * 6 + 2.0 + MARGIN_S  # the items run while the generator works, not after it
+
+
 def test_runs_in_other_processes(pool):
     assert pool.run(os.getpid, (), timeout_s=10).value != os.getpid()
 

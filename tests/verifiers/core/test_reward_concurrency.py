@@ -14,7 +14,7 @@ from trl_grpo_ext.verifiers import VerificationResult, Verifier, as_reward_funct
 from trl_grpo_ext.verifiers.code import verifier as code_verifier_module
 
 # A comparison sympy cannot finish within seconds (tests/verifiers/math/test_verifier.py).
-SLOW_MATH = (r"\boxed{f(x) (x+1)^{2000}}", r"f(x) (x+2)^{2000}")
+SLOW_MATH = (r"\boxed{\sqrt{2} f(x) (x+1)^{2000}}", r"\sqrt{2} f(x) (x+2)^{2000}")
 
 
 def _run_at_once(calls):

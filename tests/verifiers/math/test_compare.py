@@ -200,6 +200,40 @@ def test_solution_set_equals_sympy_as_set_for_rational_relations(seed):
     assert solution_set(condition, x) == condition.as_set()
 
 
+def test_linear_set_is_what_sympy_solves():
+    """The directly written solution set of a linear relation equals `_eval_as_set()`, on every relation type, slope
+    sign and written form; anything else is left to sympy."""
+    import random
+
+    import sympy
+
+    from trl_grpo_ext.verifiers.math.relations import linear_set
+
+    x = sympy.Symbol("x", real=True)
+    rng = random.Random(0)
+    relations = [sympy.StrictGreaterThan, sympy.GreaterThan, sympy.StrictLessThan, sympy.LessThan, sympy.Eq, sympy.Ne]
+    written = 0
+    for _ in range(150):
+        a = sympy.Rational(rng.randint(-9, 9), rng.randint(1, 5))
+        b = sympy.Rational(rng.randint(-20, 20), rng.randint(1, 7))
+        side = rng.choice([a * x + b, a * (x + b), (a * x + b) / 3, b - a * x, x + b, -x, x**2 + a * x, 1 / (x + 1)])
+        relation = rng.choice(relations)(side, rng.choice([0, b]))
+        if relation in (sympy.true, sympy.false) or relation.free_symbols != {x}:
+            continue
+        solutions = linear_set(relation, x)
+        if solutions is not None:
+            written += 1
+            assert solutions == relation._eval_as_set(), relation
+        else:
+            assert (
+                isinstance(relation, sympy.Ne)
+                or not (relation.lhs - relation.rhs).is_polynomial(x)
+                or sympy.degree(relation.lhs - relation.rhs, x) != 1
+                or a == 0
+            ), relation
+    assert written >= 80
+
+
 # Leaves in the shapes of final answers; some need ANTLR's full-context (LL) prediction (`y^x^2` does), some
 # meet the decisions that `prediction` takes itself, so every stage of `latex_to_sympy` is exercised.
 PARSER_INPUTS = [
@@ -397,3 +431,69 @@ def test_points_cover_every_sign_and_scale_for_each_variable_and_are_seeded():
 )
 def test_real_domain_sampling(pred, ref, same):
     assert equal(pred, ref) is same
+
+
+def _undefined_function_differences(count: int, seed: int) -> list:
+    """Differences of two random rational expressions in x, y, the imaginary unit and the undefined functions f, g
+    (the shapes that sampling cannot evaluate), some of them identities, some with roots or sines."""
+    import random
+
+    import sympy
+
+    rng = random.Random(seed)
+    x, y = sympy.symbols("x y", real=True)
+    f, g = sympy.Function("f"), sympy.Function("g")
+    leaves = [x, y, sympy.I, sympy.Rational(2, 3), sympy.Integer(-3), f(x), f(y), f(x + 1), g(x, 2), g(1, 3),
+              f(x**2)]  # fmt: skip
+    others = [sympy.sqrt(2), sympy.sin(x), f(sympy.sin(x)), sympy.Abs(f(x))]
+
+    def term(depth: int) -> sympy.Expr:
+        if depth == 0 or rng.random() < 0.3:
+            return rng.choice(others if rng.random() < 0.1 else leaves)
+        a, b = term(depth - 1), term(depth - 1)
+        return rng.choice([a + b, a * b, a - b, a / b if b != 0 else a, a**2])
+
+    differences = []
+    for _ in range(count):
+        a = term(3)
+        b = rng.choice([term(3), sympy.expand(a), sympy.factor(a), a + f(x) - f(x), term(2)])
+        differences.append(sympy.Add(a, -b, evaluate=False))
+    return differences
+
+
+def test_nonzero_at_exact_point_never_refutes_what_simplify_proves_zero():
+    import sympy
+
+    from trl_grpo_ext.verifiers.math.expressions import nonzero_at_exact_point
+
+    refuted = zero = 0
+    for difference in _undefined_function_differences(150, seed=0):
+        if nonzero_at_exact_point(difference):
+            refuted += 1
+            assert sympy.simplify(difference) != 0, difference
+        else:
+            zero += sympy.simplify(difference) == 0
+    assert refuted >= 25 and zero >= 50, (refuted, zero)  # it decides the rational ones, and meets identities
+
+
+@pytest.mark.parametrize(
+    "difference, refuted",
+    [
+        ("40/9 - f(x)", True),
+        ("f(x) - f(y)", True),
+        ("f(x) - f(x**2)", True),  # f is any function: f(x) and f(x^2) differ for some f
+        ("-I*a**2*n*o*r*t*l(1, 3) + 40/9", True),  # `Rational(1,3)` read as letters and a function
+        ("f(x)*(x + 1) - x*f(x) - f(x)", False),  # zero: an identity
+        ("(f(x)**2 - 1)/(f(x) - 1) - f(x) - 1", False),  # zero wherever defined
+        ("sqrt(2) - f(x)", False),  # an irrational value: no exact verdict, simplify decides
+        ("f(sin(x)) - 1", False),  # f of a sine is no rational function of x
+        ("sin(x)**2 + cos(x)**2 - 1", False),
+    ],
+)
+def test_nonzero_at_exact_point(difference, refuted):
+    import sympy
+
+    from trl_grpo_ext.verifiers.math.expressions import nonzero_at_exact_point
+
+    symbols = {name: sympy.Symbol(name, real=True) for name in ("x", "y", "a", "n", "o", "r", "t")}
+    assert nonzero_at_exact_point(sympy.sympify(difference, locals=symbols)) is refuted

@@ -9,12 +9,28 @@ from pathlib import Path
 import pytest
 
 from trl_grpo_ext.verifiers import as_reward_function, get_verifier
+from trl_grpo_ext.verifiers.core.cache import ENTRY_OVERHEAD_BYTES, estimate_bytes
 from trl_grpo_ext.verifiers.core.deadline_pool import TaskOutcome
+from trl_grpo_ext.verifiers.math import verifier as verifier_module
+from trl_grpo_ext.verifiers.math.remembered import Remembered
 
 DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "math_equivalence"
 REFERENCE = "x^2+2x+1"
 # 8 completions, 3 distinct answers: two need a worker ((x+1)^2, x^2), one is decided in-process (the same string).
 GROUP = [r"\boxed{(x+1)^2}"] * 4 + [r"\boxed{x^2+2x+1}"] * 2 + [r"\boxed{x^2}", r"The answer is $\boxed{x^2}$."]
+
+
+def fake_workers(outcome: TaskOutcome, asked: list | None = None):
+    """A stand-in for the verifier's `_compare_in_workers`: every question gets `outcome`; `asked` records how many
+    questions each batch that had any sent."""
+
+    def compare(pair_lists):
+        pair_lists = list(pair_lists)  # a generator: the batch's items are prepared as it is consumed
+        if pair_lists and asked is not None:
+            asked.append(len(pair_lists))
+        return [outcome] * len(pair_lists)
+
+    return compare
 
 
 @pytest.fixture(scope="module")
@@ -94,12 +110,8 @@ def test_stats_of_concurrent_calls_do_not_mix(verifier):
 def test_failures_and_timeouts_are_never_cached(monkeypatch, status):
     verifier = get_verifier("math", n_workers=1)
     asked = []
-
-    def fake_workers(pair_lists):
-        asked.append(len(pair_lists))
-        return [TaskOutcome(status, error="boom", error_type="RecursionError")] * len(pair_lists)
-
-    monkeypatch.setattr(verifier, "_compare_in_workers", fake_workers)
+    outcome = TaskOutcome(status, error="boom", error_type="RecursionError")
+    monkeypatch.setattr(verifier, "_compare_in_workers", fake_workers(outcome, asked))
     first = verifier.verify_batch([r"\boxed{(x+1)^2}"], [REFERENCE])
     second, stats = verifier.verify_batch_with_stats([r"\boxed{(x+1)^2}"], [REFERENCE])
     assert asked == [1, 1] and (stats.cache_lookups, stats.cache_hits) == (1, 0)
@@ -110,16 +122,49 @@ def test_a_decision_is_cached_and_cache_mb_0_turns_it_off(monkeypatch):
     for cache_mb, expected_asks in ((64, [1]), (0, [1, 1])):
         verifier = get_verifier("math", n_workers=1, cache_mb=cache_mb)
         asked = []
-
-        def fake_workers(pair_lists, asked=asked):
-            asked.append(len(pair_lists))
-            return [TaskOutcome("ok", value=(True, "symbolic"))] * len(pair_lists)
-
-        monkeypatch.setattr(verifier, "_compare_in_workers", fake_workers)
+        monkeypatch.setattr(
+            verifier, "_compare_in_workers", fake_workers(TaskOutcome("ok", value=(True, "symbolic")), asked)
+        )
         first = verifier.verify_batch([r"\boxed{(x+1)^2}"], [REFERENCE])
         second, stats = verifier.verify_batch_with_stats([r"\boxed{(x+1)^2}"], [REFERENCE])
         assert asked == expected_asks and first == second and first[0].score == 1.0
         assert stats.cache_hit_rate == (1.0 if cache_mb else None)
+
+
+def test_a_result_is_remembered_whole_across_batches(monkeypatch):
+    """A (completion, reference) pair decided in an earlier batch is neither extracted nor judged again; with the cache
+    off it is; results and stats are the same either way."""
+    extracted = []
+    extract = verifier_module.extract_answer
+    monkeypatch.setattr(verifier_module, "extract_answer", lambda *a: extracted.append(a[0]) or extract(*a))
+    runs = {}
+    for cache_mb in (64, 0):
+        verifier = get_verifier("math", n_workers=1, cache_mb=cache_mb)
+        monkeypatch.setattr(verifier, "_compare_in_workers", fake_workers(TaskOutcome("ok", value=(True, "symbolic"))))
+        extracted.clear()
+        first = verifier.verify_batch_with_stats(GROUP, [REFERENCE] * 8)
+        after_first = len(extracted)
+        second = verifier.verify_batch_with_stats(GROUP + [r"\boxed{x}"], [REFERENCE] * 9)
+        runs[cache_mb] = (first, second, after_first, len(extracted))
+    (first, second, after_first, total), (first_off, second_off, _, total_off) = runs[64], runs[0]
+    assert after_first == 4 and total == 5 and total_off == 9  # 4 distinct texts; then only the new one
+    assert first[0] == first_off[0] and second[0] == second_off[0] and second[0][:8] == first[0]
+    assert (second[1].items, second[1].duplicates) == (second_off[1].items, second_off[1].duplicates) == (9, 5)
+    assert (second[1].cache_lookups, second[1].cache_hits) == (3, 2)  # two worker questions answered again, a new one
+
+
+def test_an_exception_on_an_answer_is_not_remembered(monkeypatch):
+    verifier = get_verifier("math", n_workers=1)
+    calls = []
+
+    def broken(*args):
+        calls.append(args)
+        raise RuntimeError("a bug this answer triggers")
+
+    monkeypatch.setattr(verifier_module, "extract_answer", broken)
+    for _ in range(2):
+        assert verifier.verify(r"\boxed{1}", "1").reason == "comparison_error: RuntimeError"
+    assert len(calls) == 2
 
 
 def test_a_bad_cache_mb_names_the_option():
@@ -129,11 +174,7 @@ def test_a_bad_cache_mb_names_the_option():
 
 def test_the_cache_is_bounded_by_bytes(monkeypatch):
     verifier = get_verifier("math", n_workers=1, cache_mb=0.002)  # about 2 kB: a handful of verdicts
-    monkeypatch.setattr(
-        verifier,
-        "_compare_in_workers",
-        lambda pair_lists: [TaskOutcome("ok", value=(False, "different"))] * len(pair_lists),
-    )
+    monkeypatch.setattr(verifier, "_compare_in_workers", fake_workers(TaskOutcome("ok", value=(False, "different"))))
     verifier.verify_batch([rf"\boxed{{x^{{{i}}}}}" for i in range(3, 60)], [REFERENCE] * 57)
     assert 0 < len(verifier._verdicts) < 57 and verifier._verdicts.bytes <= 0.002 * 2**20
 
@@ -158,9 +199,19 @@ def test_public_pairs_get_the_same_results_with_and_without_dedup_and_cache():
         order = [i for i in range(len(cases)) for _ in range(3)]
         random.Random(0).shuffle(order)
         grpo, grpo_stats = batch_verifier.verify_batch_with_stats([preds[i] for i in order], [golds[i] for i in order])
+        remembered = [
+            (key, entry, size)
+            for key, (entry, size) in batch_verifier._verdicts._entries.items()
+            if isinstance(entry, Remembered)
+        ]
     finally:
         alone_verifier.close()
         batch_verifier.close()
+    # every result is remembered whole, and its cheap size errs high against `estimate_bytes`
+    assert len(remembered) == len(set(zip(preds, golds))) - sum(r.reason.startswith("comparison_error") for r in cold)
+    assert all(
+        size >= estimate_bytes(key) + estimate_bytes(entry) + ENTRY_OVERHEAD_BYTES for key, entry, size in remembered
+    )
 
     def comparable(result):  # a traceback's text names the frames it went through, which differ by call path
         return (

@@ -8,9 +8,10 @@ import pytest
 
 from trl_grpo_ext.verifiers import MathVerifier, get_verifier, list_verifiers
 
-# Undefined functions defeat numeric sampling, so sympy.simplify expands two degree-2000 polynomials: this took
-# 73 s in-process on the development machine.
-SLOW_PAIR = (r"\boxed{f(x) (x+1)^{2000}}", r"f(x) (x+2)^{2000}")
+# Undefined functions defeat numeric sampling, and the irrational factor the exact evaluation before simplify
+# (`nonzero_at_exact_point`), so sympy.simplify expands two degree-2000 polynomials: 16 s in-process on the development
+# machine. (Without the square root, the exact evaluation refutes the pair in 6 ms.)
+SLOW_PAIR = (r"\boxed{\sqrt{2} f(x) (x+1)^{2000}}", r"\sqrt{2} f(x) (x+2)^{2000}")
 # The deadline is CPU time, so on a busy machine a timeout takes longer than `timeout_s` on the wall clock; the
 # wall-clock backstop (10 x timeout_s) bounds it.
 WALL_LIMIT_FACTOR = 10.0
