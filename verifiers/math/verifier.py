@@ -203,8 +203,9 @@ class MathVerifier(Verifier):
             outcome = known[item.pairs]
             result = results[item.index] = self._result_from(item, outcome)
             stats.item_seconds[item.index] += outcome.elapsed_s
-            if outcome.status == "ok":
-                self._memory.put(completions[item.index], references[item.index], result, item.question, item.pairs)
+            text_key = _text_key(completions[item.index], references[item.index])
+            if outcome.status == "ok" and text_key is not None:
+                self._memory.put(*text_key, result, item.question, item.pairs)
         for copy, original in copies:
             kept = results[original]
             results[copy] = VerificationResult(kept.score, kept.reason, kept.extracted, dict(kept.details))

@@ -153,6 +153,16 @@ def test_a_result_is_remembered_whole_across_batches(monkeypatch):
     assert (second[1].cache_lookups, second[1].cache_hits) == (3, 2)  # two worker questions answered again, a new one
 
 
+def test_references_that_are_not_text_are_verified_every_time(verifier):
+    # Only two texts key a remembered result: a list, a number or None as reference is judged afresh (an unhashable
+    # reference reached the cache's key before, and raised out of verify_batch).
+    completions = ["0", r"\boxed{1}", r"\boxed{2}", "0"]
+    references = [[], [1], 2, None]
+    first = verifier.verify_batch(completions, references)
+    assert first == verifier.verify_batch(completions, references)
+    assert first[3].score is None and first[3].reason.startswith("unusable_reference")
+
+
 def test_an_exception_on_an_answer_is_not_remembered(monkeypatch):
     verifier = get_verifier("math", n_workers=1)
     calls = []
