@@ -172,15 +172,8 @@ def format_warmup(model, tokenizer, tools, steps: int, seed: int, batch_size: in
     model.train()
     loss = torch.tensor(float("nan"))
     for _ in range(steps):
-        ids, labels = [], []
-        for _ in range(batch_size):
-            row_ids, row_labels = [], []
-            for text, learned in warmup_example(tokenizer, rng, tools):
-                piece = tokenizer(text, add_special_tokens=False).input_ids
-                row_ids += piece
-                row_labels += piece if learned else [-100] * len(piece)
-            ids.append(row_ids)
-            labels.append(row_labels)
+        rows = [encode_segments(tokenizer, warmup_example(tokenizer, rng, tools)) for _ in range(batch_size)]
+        ids, labels = [row[0] for row in rows], [row[1] for row in rows]
         width = max(map(len, ids))
         pad = [width - len(row) for row in ids]
         batch = torch.tensor([row + [tokenizer.pad_token_id] * n for row, n in zip(ids, pad)])
@@ -192,6 +185,41 @@ def format_warmup(model, tokenizer, tools, steps: int, seed: int, batch_size: in
         optimizer.zero_grad()
         schedule.step()
     return loss.item()
+
+
+def encode_segments(tokenizer, segments: list[tuple[str, bool]]) -> tuple[list[int], list[int]]:
+    """Token ids of a conversation, segment by segment as TRL's tool loop concatenates them, and the labels: the ids
+    of the learned segments, -100 elsewhere."""
+    ids, labels = [], []
+    for text, learned in segments:
+        piece = tokenizer(text, add_special_tokens=False).input_ids
+        ids += piece
+        labels += piece if learned else [-100] * len(piece)
+    return ids, labels
+
+
+def copy_rates(model, tokenizer, tools, count: int = 64) -> dict:
+    """What the warm-up taught, on fresh warm-up conversations whose call multiplies (a 6-digit tool answer, as in
+    the product task): the probability that sampling writes every digit of the call right (the question's numbers)
+    and every digit of the box right (the tool's answer), each given the right text before it; mean over `count`."""
+    import torch
+
+    rng, sums = random.Random(-1), {"call": 0.0, "box": 0.0}
+    digits = {tokenizer.convert_tokens_to_ids(d) for d in "0123456789"}
+    model.eval()
+    with torch.no_grad():
+        for _ in range(count):
+            segments = warmup_example(tokenizer, rng, tools)
+            while "*" not in segments[1][0]:
+                segments = warmup_example(tokenizer, rng, tools)
+            ids, _ = encode_segments(tokenizer, segments)
+            logp = model(torch.tensor([ids])).logits[0].log_softmax(-1)
+            ends = [len(encode_segments(tokenizer, segments[: k + 1])[0]) for k in range(len(segments))]
+            for name, (start, end) in {"call": (ends[0], ends[1]), "box": (ends[2], ends[3])}.items():
+                positions = [i for i in range(start, end) if ids[i] in digits]
+                sums[name] += float(sum(logp[i - 1, ids[i]] for i in positions).exp())
+    model.train()
+    return {name: total / count for name, total in sums.items()}
 
 
 # Training and evaluation ----------------------------------------------------------------------------------------------
@@ -296,8 +324,12 @@ def train_one(args: argparse.Namespace, seed: int, with_tool: bool) -> dict:
     tools = [make_python_tool()] if with_tool else None
     started = time.perf_counter()
     warmup_loss = format_warmup(model, tokenizer, tools, args.warmup_steps, seed)
-    print(f"  format warm-up: {args.warmup_steps} steps, last loss {warmup_loss:.3f}, {time.perf_counter() - started:.0f} s",
-          flush=True)  # fmt: skip
+    copies = copy_rates(model, tokenizer, tools) if with_tool else None
+    note = f"; copies right: call {copies['call']:.2f}, box {copies['box']:.2f}" if copies else ""
+    elapsed = time.perf_counter() - started
+    print(
+        f"  format warm-up: {args.warmup_steps} steps, last loss {warmup_loss:.3f}, {elapsed:.0f} s{note}", flush=True
+    )
     reward = ProductReward(as_reward_function("math", reference_column="answer"))
     history: list[dict] = []
     trainer = make_trainer(model, tokenizer, args, seed, with_tool, reward, history)
@@ -311,7 +343,7 @@ def train_one(args: argparse.Namespace, seed: int, with_tool: bool) -> dict:
     window = min(REWARD_WINDOW, len(history))
     first, last = (sum(h["reward"] for h in part) / window for part in (history[:window], history[-window:]))
     return {
-        "run": "tool" if with_tool else "no tools", "seed": seed, "warmup_loss": warmup_loss,
+        "run": "tool" if with_tool else "no tools", "seed": seed, "warmup_loss": warmup_loss, "warmup_copies": copies,
         "held_out_before": before, "held_out_after": after, "reward_first": first, "reward_last": last,
         "calls_per_completion": calls / max(1, args.max_steps * args.num_generations * args.prompts_per_step),
         "steps": history[-1]["step"] if history else 0, "seconds": time.perf_counter() - started, "log": history,
@@ -330,13 +362,16 @@ def table(rows: list[dict], eval_samples: int) -> str:
     lines = [
         f"Held-out accuracy: {HELD_OUT_COUNT} product questions never trained on, {eval_samples} samples each, "
         "mean [95% bootstrap interval over questions]",
-        "| run | seed | held-out before | held-out after | train reward first -> last 10 steps | tool calls per "
-        "completion | steps | seconds |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "Warm-up copies: the probability of writing every digit of the call / of the box right (6-digit tool answers)",
+        "| run | seed | warm-up copies | held-out before | held-out after | train reward first -> last 10 steps | "
+        "tool calls per completion | steps | seconds |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
+        copies = r.get("warmup_copies")
+        copies = f"{copies['call']:.2f} / {copies['box']:.2f}" if copies else "-"
         lines.append(
-            f"| {r['run']} | {r['seed']} | {interval(r['held_out_before'])} | {interval(r['held_out_after'])} | "
+            f"| {r['run']} | {r['seed']} | {copies} | {interval(r['held_out_before'])} | {interval(r['held_out_after'])} | "
             f"{r['reward_first']:.2f} -> {r['reward_last']:.2f} | {r['calls_per_completion']:.2f} | {r['steps']} | "
             f"{r['seconds']:.0f} |"
         )

@@ -111,6 +111,35 @@ def test_format_warmup_lowers_the_loss(tool, with_tool):
     assert last < first / 2
 
 
+class ScriptedModel(torch.nn.Module):
+    """Logits that put all the mass on the true next token (from the tool message on, when `blind_after_tool`: the
+    same logit for every token there)."""
+
+    def __init__(self, vocab_size: int, tool_header: int, blind_after_tool: bool):
+        super().__init__()
+        self.vocab_size, self.tool_header, self.blind_after_tool = vocab_size, tool_header, blind_after_tool
+
+    def forward(self, input_ids):
+        ids = input_ids[0].tolist()
+        logits = torch.zeros(1, len(ids), self.vocab_size)
+        blind_from = ids.index(self.tool_header) if self.blind_after_tool else len(ids)
+        for i, next_id in enumerate(ids[1:blind_from]):
+            logits[0, i, next_id] = 1000.0
+        return type("Output", (), {"logits": logits})
+
+
+@pytest.mark.parametrize("blind_after_tool", [False, True])
+def test_copy_rates_are_the_probabilities_of_the_digits_of_multiplying_calls(tool, blind_after_tool):
+    _, tokenizer = grpo_tool.build_model(0, with_tool=True)
+    header = tokenizer.convert_tokens_to_ids("<|im_start|>tool\n")
+    model = ScriptedModel(len(tokenizer), header, blind_after_tool)
+    rates = grpo_tool.copy_rates(model, tokenizer, [tool], count=8)
+    assert rates["call"] == pytest.approx(1.0)
+    # Blind: every token equally likely at each of the box's 6 digits (the tool answer of a product of two 3-digit
+    # numbers from 317 has 6 digits).
+    assert rates["box"] == pytest.approx(len(tokenizer) ** -6 if blind_after_tool else 1.0, rel=1e-4)
+
+
 def test_reward_scores_the_boxed_answer_after_the_tool_and_records_held_out_scores():
     reward = grpo_tool.ProductReward(as_reward_function("math", reference_column="answer"))
     call = {"type": "function", "function": {"name": "python", "arguments": {"code": "123*456"}}}
@@ -144,10 +173,14 @@ def test_table_has_a_row_per_run_and_seed_and_the_means_over_seeds():
             "run": run, "seed": seed, "held_out_before": {"mean": before, "ci95": [0.0, 0.5]},
             "held_out_after": {"mean": after, "ci95": None}, "reward_first": 0.1, "reward_last": 0.9,
             "calls_per_completion": 1.0, "steps": 5, "seconds": 12.0,
+            "warmup_copies": {"call": 0.987, "box": 0.5} if run == "tool" else None,
         }  # fmt: skip
 
     one_seed = grpo_tool.table([row("tool", 0, 0.25, 0.75), row("no tools", 0, 0.0, 0.0)], eval_samples=4)
-    assert "| tool | 0 | 0.25 [0.00, 0.50] | 0.75 [0.75, 0.75] | 0.10 -> 0.90 | 1.00 | 5 | 12 |" in one_seed
+    assert (
+        "| tool | 0 | 0.99 / 0.50 | 0.25 [0.00, 0.50] | 0.75 [0.75, 0.75] | 0.10 -> 0.90 | 1.00 | 5 | 12 |" in one_seed
+    )
+    assert "| no tools | 0 | - | 0.00 [0.00, 0.50] | 0.00 [0.00, 0.00] |" in one_seed
     assert "Over seeds" not in one_seed
     rows = [row("tool", 0, 0.25, 0.75), row("no tools", 0, 0.0, 0.0), row("tool", 1, 0.35, 0.95)]
     rows += [row("no tools", 1, 0.0, 0.1), row("tool", 2, 0.30, 0.95), row("no tools", 2, 0.0, 0.2)]
@@ -169,7 +202,9 @@ def test_a_brief_run_trains_both_runs_on_two_seeds_and_prints_the_tables(tmp_pat
     ]  # fmt: skip
     result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
-    rows = re.findall(r"^\| (tool|no tools) \| (\d) \| ([\d.]+) \[.*\| (\d+) \| \d+ \|$", result.stdout, re.MULTILINE)
+    rows = re.findall(
+        r"^\| (tool|no tools) \| (\d) \| [-\d./ ]+ \| ([\d.]+) \[.*\| (\d+) \| \d+ \|$", result.stdout, re.MULTILINE
+    )
     assert [(run, seed, steps) for run, seed, _, steps in rows] == [
         ("tool", "0", "2"), ("no tools", "0", "2"), ("tool", "1", "2"), ("no tools", "1", "2")
     ]  # fmt: skip
