@@ -10,12 +10,13 @@ with the sandboxed Python tool (`trl_grpo_ext.tools`) it has to call it with the
 result into `\\boxed{}`.
 
 Each seed trains two runs from the same randomly initialised model:
-1. Format warm-up (supervised, `--warmup_steps`, the learning rate decaying to 0) on a different task, sums and differences (`456+789`, `789-456`):
-   the tool run learns completions that call `python` on the question's numbers with an operator drawn at *random*
-   from `+ - *`, independent of the question's, then box the tool's answer; the run without the tool learns the same
-   boxed answers without the call. This teaches the call syntax, copying numbers into the call and the tool's answer
-   into the box, and nothing about products: no product question is shown, and the operator of the call carries no
-   information about the question's. The policy with the tool starts near 1 in 3 at best (a right call needs `*`).
+1. Format warm-up (supervised, `--warmup_steps`, the learning rate decaying to 0) on a different task, sums and
+   differences (`456+789`, `789-456`): the tool run learns completions that call `python` on the question's numbers
+   with an operator drawn at *random* from `+ - *`, independent of the question's, then box the tool's answer; the
+   run without the tool learns the same boxed answers without the call. This teaches the call syntax, copying numbers
+   into the call and the tool's answer into the box, and nothing about products: no product question is shown, and
+   the operator of the call carries no information about the question's. The policy with the tool starts near 1 in 3
+   at best (a right call needs `*`).
 2. GRPO with `GRPOExtTrainer` (default estimators, beta 0.04 towards the warmed-up model) on product questions. The
    reward is the `math` verifier against the product, for answers written as a number (the verifier evaluates
    expressions: it would accept `\\boxed{456*789}` and do the multiplication itself). The tool run passes
@@ -25,9 +26,10 @@ Each seed trains two runs from the same randomly initialised model:
    `--eval_samples` completions each, sampled at the training temperature through the same tool loop and scored by
    the same reward; the mean over questions with a 95% bootstrap interval over questions.
 
-Prints one row per run and seed; with several seeds, each run's mean over seeds with a 95% Student t interval over
-seeds, of the held-out accuracy before and after and of the gain, and the tool run's lead over the run without it. Seeds are fixed and each run trains `--max_steps` steps, so
-a seed gives the same figures on any machine (only slower or faster).
+Prints one row per run and seed (with the warm-up's copy rates: see `copy_rates`); with several seeds, each run's
+mean over seeds with a 95% Student t interval over seeds, of the held-out accuracy before and after and of the gain,
+and the tool run's lead over the run without it. Seeds are fixed and each run trains `--max_steps` steps, so a seed
+gives the same figures on any machine (only slower or faster).
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ HELD_OUT_SEED = 24  # the held-out questions: the same on every machine and for 
 WARMUP_OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul}
 REWARD_WINDOW = 10  # steps averaged for the first and last training reward
 # The chat template's fixed strings, the tool's name and argument and the answer's `\boxed{` are whole tokens of the
-# tiny model (`CHAT_TOKENS`): a warm-up conversation is ~50 tokens instead of ~170 characters.
+# tiny model (`CHAT_TOKENS`): a warm-up conversation with a 6-digit tool answer is 49 tokens instead of 168.
 EXTRA_TOKENS = ("python", "code", "\\boxed{")
 TOOL_COMPLETION_TOKENS = 48  # call (14 tokens) + tool result (11) + boxed answer (9)
 PLAIN_COMPLETION_TOKENS = 12  # \boxed{123456} and the end of turn (9)
@@ -167,7 +169,7 @@ def format_warmup(model, tokenizer, tools, steps: int, seed: int, batch_size: in
     rng = random.Random(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     # Decaying to 0 lets the copies settle by the end instead of staying at the noise of a constant rate (measured:
-    # docs/tools.md#shown-learning).
+    # docs/tools.md, "Shown learning").
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1 - step / steps)
     model.train()
     loss = torch.tensor(float("nan"))
@@ -371,7 +373,8 @@ def table(rows: list[dict], eval_samples: int) -> str:
         copies = r.get("warmup_copies")
         copies = f"{copies['call']:.2f} / {copies['box']:.2f}" if copies else "-"
         lines.append(
-            f"| {r['run']} | {r['seed']} | {copies} | {interval(r['held_out_before'])} | {interval(r['held_out_after'])} | "
+            f"| {r['run']} | {r['seed']} | {copies} | {interval(r['held_out_before'])} | "
+            f"{interval(r['held_out_after'])} | "
             f"{r['reward_first']:.2f} -> {r['reward_last']:.2f} | {r['calls_per_completion']:.2f} | {r['steps']} | "
             f"{r['seconds']:.0f} |"
         )
