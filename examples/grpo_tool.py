@@ -1,20 +1,22 @@
 """Watch GRPO learn to use a Python tool: products of 3-digit numbers on a CPU, with the tool and without it.
 
     python examples/grpo_tool.py                 # or: make demo-tool (seed 0, both runs)
-    python examples/grpo_tool.py --seeds 0 1 2   # a row per run and seed, and the mean over seeds
+    python examples/grpo_tool.py --seeds 0 1 2   # a row per run and seed, and the means over seeds
 
 The task: `456*789` -> `359784`, products of two 3-digit numbers (317 to 999, so that every product has 6 digits).
-The embedded tiny model (2 layers, hidden size 64, character tokenizer, random weights) cannot compute them itself;
+The embedded tiny model (2 layers, hidden size 64, random weights; a character tokenizer in which the chat
+template's fixed strings, `python`, `code` and `\\boxed{` are whole tokens) cannot compute them itself;
 with the sandboxed Python tool (`trl_grpo_ext.tools`) it has to call it with the question's expression and copy the
 result into `\\boxed{}`.
 
 Each seed trains two runs from the same randomly initialised model:
-1. Format warm-up (supervised, `--warmup_steps`) on a different task, sums and differences (`456+789`, `789-456`):
-   the tool run learns completions that call `python` on the question's numbers with an operator drawn at *random*
-   from `+ - *`, independent of the question's, then box the tool's answer; the run without the tool learns the same
-   boxed answers without the call. This teaches the call syntax, copying numbers into the call and the tool's answer
-   into the box, and nothing about products: no product question is shown, and the operator of the call carries no
-   information about the question's. The policy with the tool starts near 1 in 3 at best (a right call needs `*`).
+1. Format warm-up (supervised, `--warmup_steps`, the learning rate decaying to 0) on a different task, sums and
+   differences (`456+789`, `789-456`): the tool run learns completions that call `python` on the question's numbers
+   with an operator drawn at *random* from `+ - *`, independent of the question's, then box the tool's answer; the
+   run without the tool learns the same boxed answers without the call. This teaches the call syntax, copying numbers
+   into the call and the tool's answer into the box, and nothing about products: no product question is shown, and
+   the operator of the call carries no information about the question's. The policy with the tool starts near 1 in 3
+   at best (a right call needs `*`).
 2. GRPO with `GRPOExtTrainer` (default estimators, beta 0.04 towards the warmed-up model) on product questions. The
    reward is the `math` verifier against the product, for answers written as a number (the verifier evaluates
    expressions: it would accept `\\boxed{456*789}` and do the multiplication itself). The tool run passes
@@ -24,8 +26,10 @@ Each seed trains two runs from the same randomly initialised model:
    `--eval_samples` completions each, sampled at the training temperature through the same tool loop and scored by
    the same reward; the mean over questions with a 95% bootstrap interval over questions.
 
-Prints one row per run and seed, and the mean over seeds. Seeds are fixed and each run trains `--max_steps` steps, so
-a seed gives the same figures on any machine (only slower or faster).
+Prints one row per run and seed (with the warm-up's copy rates: see `copy_rates`); with several seeds, each run's
+mean over seeds with a 95% Student t interval over seeds, of the held-out accuracy before and after and of the gain,
+and the tool run's lead over the run without it. Seeds are fixed and each run trains `--max_steps` steps, so a seed
+gives the same figures on any machine (only slower or faster).
 """
 
 from __future__ import annotations
@@ -58,8 +62,11 @@ HELD_OUT_SEED = 24  # the held-out questions: the same on every machine and for 
 # The warm-up call's operator, drawn independently of the question's.
 WARMUP_OPERATORS = {"+": operator.add, "-": operator.sub, "*": operator.mul}
 REWARD_WINDOW = 10  # steps averaged for the first and last training reward
-TOOL_COMPLETION_TOKENS = 128  # call (~70 characters) + tool result (~25) + boxed answer (~16), one token per character
-PLAIN_COMPLETION_TOKENS = 16  # \boxed{123456} and the end of turn
+# The chat template's fixed strings, the tool's name and argument and the answer's `\boxed{` are whole tokens of the
+# tiny model (`CHAT_TOKENS`): a warm-up conversation with a 6-digit tool answer is 49 tokens instead of 168.
+EXTRA_TOKENS = ("python", "code", "\\boxed{")
+TOOL_COMPLETION_TOKENS = 48  # call (14 tokens) + tool result (11) + boxed answer (9)
+PLAIN_COMPLETION_TOKENS = 12  # \boxed{123456} and the end of turn (9)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -104,6 +111,17 @@ def train_dataset(steps: int, prompts_per_step: int, seed: int):
     return Dataset.from_list(product_rows(steps * prompts_per_step, seed + 1000, exclude=held_out))
 
 
+def build_model(seed: int, with_tool: bool):
+    """The tiny model with `CHAT_TOKENS + EXTRA_TOKENS` as whole tokens (both runs), and with the tool run's
+    tool-calling templates. Returns (model, tokenizer)."""
+    from trl_grpo_ext.tiny_model import CHAT_TOKENS, build_tiny_model, enable_tool_calls
+
+    model, tokenizer = build_tiny_model(seed=seed, chat_tokens=CHAT_TOKENS + EXTRA_TOKENS)
+    if with_tool:
+        enable_tool_calls(tokenizer)
+    return model, tokenizer
+
+
 # The format warm-up ---------------------------------------------------------------------------------------------------
 
 
@@ -144,24 +162,20 @@ def warmup_example(tokenizer, rng: random.Random, tools) -> list[tuple[str, bool
 
 
 def format_warmup(model, tokenizer, tools, steps: int, seed: int, batch_size: int = 32) -> float:
-    """Supervised steps (AdamW, lr 3e-3) on warm-up conversations, learning only the model's own segments. Returns
-    the last loss."""
+    """Supervised steps (AdamW, lr 3e-3 decaying linearly to 0) on warm-up conversations, learning only the model's
+    own segments. Returns the last loss."""
     import torch
 
     rng = random.Random(seed)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    # Decaying to 0 lets the copies settle by the end instead of staying at the noise of a constant rate (measured:
+    # docs/tools.md, "Shown learning").
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1 - step / steps)
     model.train()
     loss = torch.tensor(float("nan"))
     for _ in range(steps):
-        ids, labels = [], []
-        for _ in range(batch_size):
-            row_ids, row_labels = [], []
-            for text, learned in warmup_example(tokenizer, rng, tools):
-                piece = tokenizer(text, add_special_tokens=False).input_ids
-                row_ids += piece
-                row_labels += piece if learned else [-100] * len(piece)
-            ids.append(row_ids)
-            labels.append(row_labels)
+        rows = [encode_segments(tokenizer, warmup_example(tokenizer, rng, tools)) for _ in range(batch_size)]
+        ids, labels = [row[0] for row in rows], [row[1] for row in rows]
         width = max(map(len, ids))
         pad = [width - len(row) for row in ids]
         batch = torch.tensor([row + [tokenizer.pad_token_id] * n for row, n in zip(ids, pad)])
@@ -171,7 +185,43 @@ def format_warmup(model, tokenizer, tools, steps: int, seed: int, batch_size: in
         loss.backward()
         optimizer.step()
         optimizer.zero_grad()
+        schedule.step()
     return loss.item()
+
+
+def encode_segments(tokenizer, segments: list[tuple[str, bool]]) -> tuple[list[int], list[int]]:
+    """Token ids of a conversation, segment by segment as TRL's tool loop concatenates them, and the labels: the ids
+    of the learned segments, -100 elsewhere."""
+    ids, labels = [], []
+    for text, learned in segments:
+        piece = tokenizer(text, add_special_tokens=False).input_ids
+        ids += piece
+        labels += piece if learned else [-100] * len(piece)
+    return ids, labels
+
+
+def copy_rates(model, tokenizer, tools, count: int = 64) -> dict:
+    """What the warm-up taught, on fresh warm-up conversations whose call multiplies (a 6-digit tool answer, as in
+    the product task): the probability that sampling writes every digit of the call right (the question's numbers)
+    and every digit of the box right (the tool's answer), each given the right text before it; mean over `count`."""
+    import torch
+
+    rng, sums = random.Random(-1), {"call": 0.0, "box": 0.0}
+    digits = {tokenizer.convert_tokens_to_ids(d) for d in "0123456789"}
+    model.eval()
+    with torch.no_grad():
+        for _ in range(count):
+            segments = warmup_example(tokenizer, rng, tools)
+            while "*" not in segments[1][0]:
+                segments = warmup_example(tokenizer, rng, tools)
+            ids, _ = encode_segments(tokenizer, segments)
+            logp = model(torch.tensor([ids])).logits[0].log_softmax(-1)
+            ends = [len(encode_segments(tokenizer, segments[: k + 1])[0]) for k in range(len(segments))]
+            for name, (start, end) in {"call": (ends[0], ends[1]), "box": (ends[2], ends[3])}.items():
+                positions = [i for i in range(start, end) if ids[i] in digits]
+                sums[name] += float(sum(logp[i - 1, ids[i]] for i in positions).exp())
+    model.train()
+    return {name: total / count for name, total in sums.items()}
 
 
 # Training and evaluation ----------------------------------------------------------------------------------------------
@@ -268,19 +318,20 @@ def train_one(args: argparse.Namespace, seed: int, with_tool: bool) -> dict:
     """Warm up, evaluate, train, evaluate one run. Returns its row of the table."""
     import torch
 
-    from trl_grpo_ext.tiny_model import build_tiny_model, enable_tool_calls
     from trl_grpo_ext.tools import TOOL_STATS, make_python_tool
     from trl_grpo_ext.verifiers import as_reward_function
 
     torch.manual_seed(seed)
-    model, tokenizer = build_tiny_model(seed=seed)
+    model, tokenizer = build_model(seed, with_tool)
     tools = [make_python_tool()] if with_tool else None
-    if with_tool:
-        enable_tool_calls(tokenizer)
     started = time.perf_counter()
     warmup_loss = format_warmup(model, tokenizer, tools, args.warmup_steps, seed)
-    print(f"  format warm-up: {args.warmup_steps} steps, last loss {warmup_loss:.3f}, {time.perf_counter() - started:.0f} s",
-          flush=True)  # fmt: skip
+    copies = copy_rates(model, tokenizer, tools) if with_tool else None
+    note = f"; copies right: call {copies['call']:.2f}, box {copies['box']:.2f}" if copies else ""
+    elapsed = time.perf_counter() - started
+    print(
+        f"  format warm-up: {args.warmup_steps} steps, last loss {warmup_loss:.3f}, {elapsed:.0f} s{note}", flush=True
+    )
     reward = ProductReward(as_reward_function("math", reference_column="answer"))
     history: list[dict] = []
     trainer = make_trainer(model, tokenizer, args, seed, with_tool, reward, history)
@@ -294,7 +345,7 @@ def train_one(args: argparse.Namespace, seed: int, with_tool: bool) -> dict:
     window = min(REWARD_WINDOW, len(history))
     first, last = (sum(h["reward"] for h in part) / window for part in (history[:window], history[-window:]))
     return {
-        "run": "tool" if with_tool else "no tools", "seed": seed, "warmup_loss": warmup_loss,
+        "run": "tool" if with_tool else "no tools", "seed": seed, "warmup_loss": warmup_loss, "warmup_copies": copies,
         "held_out_before": before, "held_out_after": after, "reward_first": first, "reward_last": last,
         "calls_per_completion": calls / max(1, args.max_steps * args.num_generations * args.prompts_per_step),
         "steps": history[-1]["step"] if history else 0, "seconds": time.perf_counter() - started, "log": history,
@@ -313,26 +364,50 @@ def table(rows: list[dict], eval_samples: int) -> str:
     lines = [
         f"Held-out accuracy: {HELD_OUT_COUNT} product questions never trained on, {eval_samples} samples each, "
         "mean [95% bootstrap interval over questions]",
-        "| run | seed | held-out before | held-out after | train reward first -> last 10 steps | tool calls per "
-        "completion | steps | seconds |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
+        "Warm-up copies: the probability of writing every digit of the call / of the box right (6-digit tool answers)",
+        "| run | seed | warm-up copies | held-out before | held-out after | train reward first -> last 10 steps | "
+        "tool calls per completion | steps | seconds |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
+        copies = r.get("warmup_copies")
+        copies = f"{copies['call']:.2f} / {copies['box']:.2f}" if copies else "-"
         lines.append(
-            f"| {r['run']} | {r['seed']} | {interval(r['held_out_before'])} | {interval(r['held_out_after'])} | "
+            f"| {r['run']} | {r['seed']} | {copies} | {interval(r['held_out_before'])} | "
+            f"{interval(r['held_out_after'])} | "
             f"{r['reward_first']:.2f} -> {r['reward_last']:.2f} | {r['calls_per_completion']:.2f} | {r['steps']} | "
             f"{r['seconds']:.0f} |"
         )
-    for run in dict.fromkeys(r["run"] for r in rows):
-        mine = [r for r in rows if r["run"] == run]
-        if len(mine) > 1:
-            befores = [r["held_out_before"]["mean"] for r in mine]
-            afters = [r["held_out_after"]["mean"] for r in mine]
-            lines.append(
-                f"| {run} | mean of {len(mine)} (min-max) | {sum(befores) / len(mine):.2f} ({min(befores):.2f}-"
-                f"{max(befores):.2f}) | {sum(afters) / len(mine):.2f} ({min(afters):.2f}-{max(afters):.2f}) | | | | |"
-            )
+    if len({r["seed"] for r in rows}) > 1:
+        lines += [""] + over_seeds(rows)
     return "\n".join(lines)
+
+
+def over_seeds(rows: list[dict]) -> list[str]:
+    """Each run's held-out accuracy before and after, and its gain, as the mean over seeds with a 95% Student t
+    interval over seeds; and the tool run's lead over the run without it, paired by seed."""
+    from trl_grpo_ext.compare.report import fmt_interval
+    from trl_grpo_ext.compare.stats import mean_ci, paired_difference
+
+    lines = [
+        "Over seeds: mean [95% interval over seeds, Student t]",
+        "| run | seeds | held-out before | held-out after | gain (after - before) |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    after = {}
+    for run in dict.fromkeys(r["run"] for r in rows):
+        before = {r["seed"]: r["held_out_before"]["mean"] for r in rows if r["run"] == run}
+        after[run] = {r["seed"]: r["held_out_after"]["mean"] for r in rows if r["run"] == run}
+        cells = [mean_ci(list(before.values())), mean_ci(list(after[run].values()))]
+        gain = paired_difference(after[run], before)
+        lines.append(
+            f"| {run} | {len(before)} | {fmt_interval(cells[0], '.2f')} | {fmt_interval(cells[1], '.2f')} | "
+            f"{fmt_interval(gain, '.2f', signed=True)} |"
+        )
+    if len(after) == 2:
+        lead = paired_difference(after["tool"], after["no tools"])
+        lines.append(f"Held-out after, tool minus no tools (paired by seed): {fmt_interval(lead, '.2f', signed=True)}")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -47,15 +47,31 @@ RESPONSE_TEMPLATE = {
     },
 }
 
+# The chat template's fixed strings, as whole tokens for `build_tiny_model(chat_tokens=...)`: the role headers and
+# the tool call's boilerplate around its name and arguments. With one token per character, a tool-calling turn spends
+# dozens of tokens on them; as whole tokens the turn is a few times shorter, and the model attends over less to copy.
+CHAT_TOKENS = (
+    "<|im_start|>system\nTools: ",
+    "<|im_start|>user\n",
+    "<|im_start|>assistant\n",
+    "<|im_start|>tool\n",
+    '<tool_call>\n{"name": "',
+    '", "arguments": {"',
+    '": "',
+    '"}}\n</tool_call>',
+)
+
 DEFAULT_CACHE = Path(
     os.environ.get("TRL_GRPO_EXT_CACHE")
     or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "trl_grpo_ext"
 )
 
 
-def build_tokenizer():
-    """A character-level `PreTrainedTokenizerFast` with pad/eos tokens and a ChatML-style chat template."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+def build_tokenizer(chat_tokens: tuple[str, ...] = ()):
+    """A character-level `PreTrainedTokenizerFast` with pad/eos tokens and a ChatML-style chat template; each string
+    of `chat_tokens` (for example `CHAT_TOKENS`) is one more token, matched before the split into characters (the
+    longest first) and decoded back to itself."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
     vocab = {tok: i for i, tok in enumerate(SPECIAL_TOKENS + CHARACTERS)}
@@ -64,6 +80,7 @@ def build_tokenizer():
     backend.pre_tokenizer = pre_tokenizers.Split(pattern="", behavior="isolated")
     backend.decoder = decoders.Fuse()
     backend.add_special_tokens(SPECIAL_TOKENS)
+    backend.add_tokens([AddedToken(text, special=False, normalized=False) for text in chat_tokens])
     tokenizer = PreTrainedTokenizerFast(
         tokenizer_object=backend,
         pad_token="<|pad|>",
@@ -87,13 +104,19 @@ def enable_tool_calls(tokenizer):
 
 
 def build_tiny_model(
-    num_layers: int = 2, hidden_size: int = 64, num_heads: int = 4, max_positions: int = 512, seed: int = 0
+    num_layers: int = 2,
+    hidden_size: int = 64,
+    num_heads: int = 4,
+    max_positions: int = 512,
+    seed: int = 0,
+    chat_tokens: tuple[str, ...] = (),
 ):
-    """A randomly initialised Llama-architecture causal LM sized to the character vocabulary. Returns (model, tokenizer)."""
+    """A randomly initialised Llama-architecture causal LM sized to the vocabulary (characters, plus `chat_tokens`
+    as whole tokens: see `build_tokenizer`). Returns (model, tokenizer)."""
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    tokenizer = build_tokenizer()
+    tokenizer = build_tokenizer(tuple(chat_tokens))
     config = LlamaConfig(
         vocab_size=len(tokenizer),
         hidden_size=hidden_size,

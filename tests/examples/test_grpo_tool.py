@@ -3,6 +3,7 @@ table."""
 
 from __future__ import annotations
 
+import json
 import random
 import re
 import subprocess
@@ -12,7 +13,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from trl_grpo_ext.tiny_model import build_tiny_model, enable_tool_calls
 from trl_grpo_ext.tools import PythonToolConfig, make_python_tool
 from trl_grpo_ext.verifiers import as_reward_function
 
@@ -46,9 +46,14 @@ def test_held_out_questions_are_fixed_distinct_and_never_trained_on():
 
 def test_warmup_conversation_is_what_the_tool_loop_produces(tool):
     """The warm-up's call parses back into a python call, its tool answer is the real tool's output for that code,
-    and only the model's own segments are learned; no product question is asked."""
-    _, tokenizer = build_tiny_model()
-    enable_tool_calls(tokenizer)
+    and only the model's own segments are learned; no product question is asked. Its tokens, segment by segment, are
+    the ones TRL's tool loop concatenates (prompt, completion, the tool message's suffix cut after the last end of
+    turn), and the template's fixed strings are whole tokens."""
+    _, tokenizer = grpo_tool.build_model(0, with_tool=True)
+
+    def encode(text: str) -> list[int]:
+        return tokenizer(text, add_special_tokens=False).input_ids
+
     rng = random.Random(3)
     operators = set()
     for _ in range(12):
@@ -66,11 +71,31 @@ def test_warmup_conversation_is_what_the_tool_loop_produces(tool):
         output = tool(code)
         assert result == grpo_tool.tool_result_text(tokenizer, output)
         assert output in result and answer == f"\\boxed{{{output}}}<|im_end|>"
+        assert encode(prompt) == tokenizer.apply_chat_template(
+            [{"role": "user", "content": asked[0][5:-1]}], tools=[tool], add_generation_prompt=True, return_dict=False
+        )
+        assert encode(result) == tool_suffix_ids(tokenizer, output)
+        assert len(encode(call)) == 14 == 5 + len(code) + 2  # call boilerplate 5 tokens, end 2, a token per character
+        assert len(encode(prompt + call + result + answer)) < 60  # ~170 with a token per character
     assert operators == {"+", "-", "*"}  # drawn at random, whatever the question asked
 
 
+def tool_suffix_ids(tokenizer, output: str) -> list[int]:
+    """What TRL's tool loop appends after a call, written out here as token ids: the ids of a conversation with the
+    tool message and the next assistant header, after those of the same conversation without it cut after its last
+    end-of-turn token."""
+    call = {"type": "function", "function": {"name": "python", "arguments": {}}}
+    head = [{"role": "user", "content": "dummy"}, {"role": "assistant", "content": "", "tool_calls": [call]}]
+    prefix = tokenizer.apply_chat_template(head, return_dict=False)
+    prefix = prefix[: len(prefix) - prefix[::-1].index(tokenizer.eos_token_id)]
+    tool = {"role": "tool", "name": "python", "content": output}
+    full = tokenizer.apply_chat_template(head + [tool], add_generation_prompt=True, return_dict=False)
+    assert full[: len(prefix)] == prefix
+    return full[len(prefix) :]
+
+
 def test_plain_warmup_has_no_call():
-    _, tokenizer = build_tiny_model()
+    _, tokenizer = grpo_tool.build_model(0, with_tool=False)
     segments = grpo_tool.warmup_example(tokenizer, random.Random(0), None)
     assert [learned for _, learned in segments] == [False, True]
     assert "Tools" not in segments[0][0] and "tool_call" not in segments[1][0]
@@ -78,14 +103,41 @@ def test_plain_warmup_has_no_call():
 
 @pytest.mark.parametrize("with_tool", [True, False])
 def test_format_warmup_lowers_the_loss(tool, with_tool):
-    model, tokenizer = build_tiny_model(seed=1)
+    model, tokenizer = grpo_tool.build_model(1, with_tool)
     tools = [tool] if with_tool else None
-    if with_tool:
-        enable_tool_calls(tokenizer)
     torch.manual_seed(1)
     first = grpo_tool.format_warmup(model, tokenizer, tools, steps=1, seed=1, batch_size=8)
     last = grpo_tool.format_warmup(model, tokenizer, tools, steps=30, seed=2, batch_size=8)
     assert last < first / 2
+
+
+class ScriptedModel(torch.nn.Module):
+    """Logits that put all the mass on the true next token (from the tool message on, when `blind_after_tool`: the
+    same logit for every token there)."""
+
+    def __init__(self, vocab_size: int, tool_header: int, blind_after_tool: bool):
+        super().__init__()
+        self.vocab_size, self.tool_header, self.blind_after_tool = vocab_size, tool_header, blind_after_tool
+
+    def forward(self, input_ids):
+        ids = input_ids[0].tolist()
+        logits = torch.zeros(1, len(ids), self.vocab_size)
+        blind_from = ids.index(self.tool_header) if self.blind_after_tool else len(ids)
+        for i, next_id in enumerate(ids[1:blind_from]):
+            logits[0, i, next_id] = 1000.0
+        return type("Output", (), {"logits": logits})
+
+
+@pytest.mark.parametrize("blind_after_tool", [False, True])
+def test_copy_rates_are_the_probabilities_of_the_digits_of_multiplying_calls(tool, blind_after_tool):
+    _, tokenizer = grpo_tool.build_model(0, with_tool=True)
+    header = tokenizer.convert_tokens_to_ids("<|im_start|>tool\n")
+    model = ScriptedModel(len(tokenizer), header, blind_after_tool)
+    rates = grpo_tool.copy_rates(model, tokenizer, [tool], count=8)
+    assert rates["call"] == pytest.approx(1.0)
+    # Blind: every token equally likely at each of the box's 6 digits (the tool answer of a product of two 3-digit
+    # numbers from 317 has 6 digits).
+    assert rates["box"] == pytest.approx(len(tokenizer) ** -6 if blind_after_tool else 1.0, rel=1e-4)
 
 
 def test_reward_scores_the_boxed_answer_after_the_tool_and_records_held_out_scores():
@@ -115,30 +167,53 @@ def test_reward_scores_the_boxed_answer_after_the_tool_and_records_held_out_scor
         reward.reward.verifier.close()
 
 
-def test_table_has_a_row_per_run_and_seed_and_the_mean_over_seeds():
+def test_table_has_a_row_per_run_and_seed_and_the_means_over_seeds():
     def row(run, seed, before, after):
         return {
             "run": run, "seed": seed, "held_out_before": {"mean": before, "ci95": [0.0, 0.5]},
             "held_out_after": {"mean": after, "ci95": None}, "reward_first": 0.1, "reward_last": 0.9,
             "calls_per_completion": 1.0, "steps": 5, "seconds": 12.0,
+            "warmup_copies": {"call": 0.987, "box": 0.5} if run == "tool" else None,
         }  # fmt: skip
 
+    one_seed = grpo_tool.table([row("tool", 0, 0.25, 0.75), row("no tools", 0, 0.0, 0.0)], eval_samples=4)
+    assert (
+        "| tool | 0 | 0.99 / 0.50 | 0.25 [0.00, 0.50] | 0.75 [0.75, 0.75] | 0.10 -> 0.90 | 1.00 | 5 | 12 |" in one_seed
+    )
+    assert "| no tools | 0 | - | 0.00 [0.00, 0.50] | 0.00 [0.00, 0.00] |" in one_seed
+    assert "Over seeds" not in one_seed
     rows = [row("tool", 0, 0.25, 0.75), row("no tools", 0, 0.0, 0.0), row("tool", 1, 0.35, 0.95)]
+    rows += [row("no tools", 1, 0.0, 0.1), row("tool", 2, 0.30, 0.95), row("no tools", 2, 0.0, 0.2)]
     text = grpo_tool.table(rows, eval_samples=4)
-    assert "| tool | 0 | 0.25 [0.00, 0.50] | 0.75 [0.75, 0.75] | 0.10 -> 0.90 | 1.00 | 5 | 12 |" in text
-    assert "| tool | mean of 2 (min-max) | 0.30 (0.25-0.35) | 0.85 (0.75-0.95) |" in text
-    assert "no tools | mean" not in text  # one seed: no mean row
+    # Student t over 3 seeds, t(0.975, 2) = 4.303: before 0.30 +- 4.303 * 0.05 / sqrt(3) = 0.30 +- 0.124; after
+    # 0.8833 +- 4.303 * 0.11547 / sqrt(3) = 0.8833 +- 0.2869; gain (0.5, 0.6, 0.65) 0.5833 +- 4.303 * 0.07638 / sqrt(3)
+    assert "| tool | 3 | 0.30 [0.18, 0.42] | 0.88 [0.60, 1.17] | +0.58 [+0.39, +0.77] |" in text
+    assert "| no tools | 3 | 0.00 [0.00, 0.00] | 0.10 [-0.15, 0.35] | +0.10 [-0.15, +0.35] |" in text
+    # Tool minus no tools after, per seed (0.75, 0.85, 0.75): 0.7833 +- 4.303 * 0.05774 / sqrt(3) = 0.7833 +- 0.1434
+    assert "tool minus no tools (paired by seed): +0.78 [+0.64, +0.93]" in text
 
 
 @pytest.mark.slow
-def test_a_brief_run_trains_both_runs_and_prints_the_table(tmp_path):
+def test_a_brief_run_trains_both_runs_on_two_seeds_and_prints_the_tables(tmp_path):
     command = [
         sys.executable, str(REPO / "examples" / "grpo_tool.py"), "--output_dir", str(tmp_path), "--max_steps", "2",
         "--warmup_steps", "3", "--prompts_per_step", "2", "--num_generations", "4", "--eval_samples", "1",
+        "--seeds", "0", "1",
     ]  # fmt: skip
     result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
-    rows = re.findall(r"^\| (tool|no tools) \| 0 \| ([\d.]+) \[.*\| (\d+) \| \d+ \|$", result.stdout, re.MULTILINE)
-    assert [(run, steps) for run, _, steps in rows] == [("tool", "2"), ("no tools", "2")]
-    assert all(0.0 <= float(before) <= 1.0 for _, before, _ in rows)
+    rows = re.findall(
+        r"^\| (tool|no tools) \| (\d) \| [-\d./ ]+ \| ([\d.]+) \[.*\| (\d+) \| \d+ \|$", result.stdout, re.MULTILINE
+    )
+    assert [(run, seed, steps) for run, seed, _, steps in rows] == [
+        ("tool", "0", "2"), ("no tools", "0", "2"), ("tool", "1", "2"), ("no tools", "1", "2")
+    ]  # fmt: skip
+    assert all(0.0 <= float(before) <= 1.0 for *_, before, _ in rows)
+    logged = json.loads((tmp_path / "results.json").read_text())
+    assert [(r["run"], r["seed"], len(r["log"])) for r in logged] == [
+        ("tool", 0, 2), ("no tools", 0, 2), ("tool", 1, 2), ("no tools", 1, 2)
+    ]  # fmt: skip
+    before = [r["held_out_before"]["mean"] for r in logged if r["run"] == "tool"]
+    assert f"| tool | 2 | {sum(before) / 2:.2f} " in result.stdout  # the mean over the seeds' rows
+    assert "tool minus no tools (paired by seed)" in result.stdout
     assert (tmp_path / "table.md").read_text().strip() in result.stdout
