@@ -19,58 +19,38 @@ def state():
             sys.getrecursionlimit(), repr(warnings.filters), sys.get_int_max_str_digits())
 """
 
-JUDGE_WARM_UP = (
-    """
+
+def run_warm_up(module: str, *flags: str) -> dict:
+    """Import `module` of the standalone folder in a fresh interpreter, run its `warm_up`, and return what it returned
+    ("result") and whether the descriptors and the inherited state are the same after as before ("same")."""
+    script = f"""
 import json, os, sys
 sys.path.insert(0, sys.argv[1])
-import judge
-"""
-    + STATE
-    + """
+import {module}
+{STATE}
 before = sorted(os.listdir("/proc/self/fd")), state()
-verdicts = judge.warm_up()
+result = {module}.warm_up()
 after = sorted(os.listdir("/proc/self/fd")), state()
-print(json.dumps({"verdicts": verdicts, "same": before == after}))
+print(json.dumps({{"result": result, "same": before == after}}))
 """
-)
+    run = subprocess.run(
+        [sys.executable, *SCRIPT_FLAGS, *flags, "-c", script, str(STANDALONE_DIR)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)
 
 
 def test_the_judge_warm_up_judges_its_jobs_as_a_correct_candidates_and_closes_what_it_opened():
-    run = subprocess.run(
-        [sys.executable, *SCRIPT_FLAGS, "-c", JUDGE_WARM_UP, str(STANDALONE_DIR)],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr
-    said = json.loads(run.stdout)
-    assert [(v["passed"], v["total"], v.get("error")) for v in said["verdicts"]] == [(3, 3, None)] * 3
+    said = run_warm_up("judge")
+    assert [(v["passed"], v["total"], v.get("error")) for v in said["result"]] == [(3, 3, None)] * 3
     assert said["same"], "the warm-up left a descriptor open or changed what the children inherit"
 
 
-HARNESS_WARM_UP = (
-    """
-import json, os, sys
-sys.path.insert(0, sys.argv[1])
-import harness
-"""
-    + STATE
-    + """
-before = sorted(os.listdir("/proc/self/fd")), state()
-replies = harness.warm_up()
-after = sorted(os.listdir("/proc/self/fd")), state()
-print(json.dumps({"replies": replies, "same": before == after}))
-"""
-)
-
-
 def test_the_sandbox_warm_up_answers_its_constant_calls_as_a_candidate_would_and_closes_what_it_opened():
-    run = subprocess.run(
-        [sys.executable, *SCRIPT_FLAGS, "-S", "-c", HARNESS_WARM_UP, str(STANDALONE_DIR)],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr
-    said = json.loads(run.stdout)
-    assert said["replies"][0] == {"ready": True, "globals": {"add": "callable"}}
-    assert [(r["id"], r["ok"], r["value"]) for r in said["replies"][1:]] == [
+    said = run_warm_up("harness", "-S")
+    assert said["result"][0] == {"ready": True, "globals": {"add": "callable"}}
+    assert [(r["id"], r["ok"], r["value"]) for r in said["result"][1:]] == [
         (1, True, 3),
         (2, True, [1, 2]),
         (3, True, "ab"),
