@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
+
+from benchmark_modules import load_benchmark
 
 from trl_grpo_ext.verifiers.math.warmup import WARM_UP_LEAVES, WARM_UP_PAIRS
 
 
-def load_benchmark():
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "math_verifier.py"
-    spec = importlib.util.spec_from_file_location("math_verifier_benchmark", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_warm_up_overlap_finds_warm_up_inputs_in_the_data():
-    benchmark = load_benchmark()
+    benchmark = load_benchmark("math_verifier")
     pair_text, leaf = WARM_UP_PAIRS[1][0], WARM_UP_LEAVES[3]
     cases = [
         {"gold": f"${pair_text}$", "pred": "1"},  # a whole case, with delimiters and other spacing
@@ -31,16 +23,8 @@ def test_warm_up_overlap_finds_warm_up_inputs_in_the_data():
     assert benchmark.warm_up_overlap([{"gold": r"\frac{123}{457}", "pred": "z^{17}"}]) == []
 
 
-def load_grpo_module():
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / "math_grpo.py"
-    spec = importlib.util.spec_from_file_location("math_grpo_benchmark", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_the_synthetic_grpo_mix_has_the_stated_duplication():
-    grpo = load_grpo_module()
+    grpo = load_benchmark("math_grpo")
     cases = [{"gold": f"g{i // 3}", "pred": f"p{i}"} for i in range(30)]  # 10 references, 3 own predictions each
     for distinct in (1, 4, 8):
         groups = grpo.synthetic_groups(cases, distinct, seed=0)
@@ -55,7 +39,7 @@ def test_the_synthetic_grpo_mix_has_the_stated_duplication():
 
 
 def test_demo_rollouts_are_read_step_by_step(tmp_path):
-    grpo = load_grpo_module()
+    grpo = load_benchmark("math_grpo")
     path = tmp_path / "rollouts.jsonl"
     rows = [{"step": s, "completion": c, "reference": "3"} for s, c in ((0, "3"), (0, "4"), (1, "3"))]
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))

@@ -6,26 +6,12 @@ a perturbation that sampling must refute). This is its fast slice: the reference
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+from benchmark_modules import load_benchmark
 
 from trl_grpo_ext.verifiers import get_verifier
 
-BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
-
-
-def load(name: str):
-    sys.path.insert(0, str(BENCHMARKS))
-    spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-MUTANTS = load("math_mutants")
+MUTANTS = load_benchmark("math_mutants")
 
 
 @pytest.fixture(scope="module")

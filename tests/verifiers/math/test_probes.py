@@ -4,28 +4,14 @@ identities score 1. Each set runs as one batch through one verifier."""
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+from benchmark_modules import load_benchmark
 
 from trl_grpo_ext.verifiers import get_verifier
 
-
-def load_probes():
-    path = Path(__file__).resolve().parents[3] / "benchmarks" / "math_probes.py"
-    spec = importlib.util.spec_from_file_location("math_probes", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-PROBES_MODULE = load_probes()
+PROBES_MODULE = load_benchmark("math_probes")
 PROBES = PROBES_MODULE.PROBES
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))  # the class probes import math_probes
-CLASSES_MODULE = importlib.import_module("math_probes_classes")
+CLASSES_MODULE = load_benchmark("math_probes_classes")
 CLASS_PROBES = CLASSES_MODULE.CLASS_PROBES
 
 

@@ -5,31 +5,16 @@ The readings run only where candidates are forked (bubblewrap, as root); the bat
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+from benchmark_modules import load_benchmark
 from code_verifier_helpers import make_code_verifier
 
 from trl_grpo_ext.verifiers.code.clock import SAMPLE_S
 from trl_grpo_ext.verifiers.sandbox import stages
 from trl_grpo_ext.verifiers.sandbox.fork import forks_candidates
 
-BENCHMARKS = Path(__file__).resolve().parents[3] / "benchmarks"
 ADD = "def add(a, b):\n    return a + b\n"
 ADD_TESTS = "assert add(1, 2) == 3\nassert add(2, 2) == 4\n"
-
-
-def load(name: str):
-    sys.path.insert(0, str(BENCHMARKS))  # the benchmark imports its neighbour code_breakdown
-    try:
-        spec = importlib.util.spec_from_file_location(f"{name}_benchmark", BENCHMARKS / f"{name}.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(BENCHMARKS))
-    return module
 
 
 @pytest.fixture
@@ -61,7 +46,7 @@ def test_each_candidate_has_every_stage_in_order(recording):
     assert [r.score for r in results] == [1.0, 1.0, 0.0, 0.0]
     records = stages.collect()
     assert len(records) >= 4  # and the warm sandboxes the pool closed
-    breakdown = load("code_breakdown")
+    breakdown = load_benchmark("code_breakdown")
     judged = [r for r in records if "verdict" in r]
     assert len(judged) == 4
     for record in judged:
@@ -78,7 +63,7 @@ def test_each_candidate_has_every_stage_in_order(recording):
 
 
 def test_the_grpo_batch_repeats_what_it_says():
-    benchmark = load("code_verifier")
+    benchmark = load_benchmark("code_verifier")
     codes, tests = benchmark.grpo_batch(5)
     assert len(codes) == len(tests) == 40
     assert benchmark.duplication_rate(codes, tests) == pytest.approx(3 / 8)
