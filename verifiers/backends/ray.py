@@ -22,6 +22,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from ..core.cache import BatchStats
 from ..core.contract import VerificationResult, Verifier, internal_error
 from .local import build_verifier
 
@@ -54,6 +55,15 @@ class VerifierActor:
 
     def verify_batch(self, completions: list[str], references: list[Any]) -> list[VerificationResult]:
         return self.verifier.verify_batch(completions, references)
+
+    def verify_batch_with_stats(
+        self, completions: list[str], references: list[Any]
+    ) -> tuple[list[VerificationResult], BatchStats | None]:
+        """The verifier's own `verify_batch_with_stats` (math, code), or its results with no stats (None)."""
+        with_stats = getattr(self.verifier, "verify_batch_with_stats", None)
+        if callable(with_stats):
+            return with_stats(completions, references)
+        return self.verifier.verify_batch(completions, references), None
 
     def start(self) -> None:
         self.verifier.start(wait=True)
@@ -92,6 +102,15 @@ class RayVerifier(Verifier):
     # -- public API ---------------------------------------------------------------------------------------------
     def verify_batch(self, completions: Sequence[str], references: Sequence[Any]) -> list[VerificationResult]:
         """One contiguous slice per actor, verified in parallel; results in the batch's order."""
+        return self.verify_batch_with_stats(completions, references)[0]
+
+    def verify_batch_with_stats(
+        self, completions: Sequence[str], references: Sequence[Any]
+    ) -> tuple[list[VerificationResult], BatchStats | None]:
+        """`verify_batch`, and what the actors did (`BatchStats`), summed over the slices that returned stats: so the
+        reward adapter logs `dedup_rate`, `cache_hit_rate` and the item latencies as it does for the local backend.
+        Duplicates are counted within each slice (a group stays in one slice). None when the verifier keeps no stats
+        or no slice returned any (every actor failed)."""
         if len(completions) != len(references):
             raise ValueError(
                 f"verify_batch got {len(completions)} completions and {len(references)} references; "
@@ -102,9 +121,11 @@ class RayVerifier(Verifier):
         completions, references = list(completions), list(references)
         slices = _slices(len(completions), len(self._actors))
         calls = [
-            (s, i, self._actor(i).verify_batch.remote(completions[s], references[s])) for i, s in enumerate(slices)
+            (s, i, self._actor(i).verify_batch_with_stats.remote(completions[s], references[s]))
+            for i, s in enumerate(slices)
         ]
         results: list[VerificationResult] = [None] * len(completions)  # type: ignore[list-item]
+        slice_stats: dict[int, BatchStats] = {}  # slice start -> its stats, merged in the batch's order
         died = []
         for s, i, ref in calls:
             outcome = self._get(ref, len(completions[s]))
@@ -112,16 +133,21 @@ class RayVerifier(Verifier):
                 logger.warning("verifier %r: a Ray actor failed (%s); retrying its slice once", self.name, outcome)
                 died.append((s, i))
             else:
-                results[s] = outcome
-        retries = [(s, self._replace(i).verify_batch.remote(completions[s], references[s])) for s, i in died]
+                results[s], stats = outcome
+                if stats is not None:
+                    slice_stats[s.start] = stats
+        retries = [
+            (s, self._replace(i).verify_batch_with_stats.remote(completions[s], references[s])) for s, i in died
+        ]
         for s, ref in retries:
             outcome = self._get(ref, len(completions[s]))
             if isinstance(outcome, str):
-                outcome = [
-                    internal_error(f"ray actor died twice on this batch slice (retried once): {outcome}")
-                ] * len(completions[s])
-            results[s] = outcome
-        return results
+                message = f"ray actor died twice on this batch slice (retried once): {outcome}"
+                outcome = ([internal_error(message)] * len(completions[s]), None)
+            results[s], stats = outcome
+            if stats is not None:
+                slice_stats[s.start] = stats
+        return results, merged_stats([slice_stats[start] for start in sorted(slice_stats)])
 
     def start(self, wait: bool = True) -> None:
         refs = [actor.start.remote() for actor in self._actors]
@@ -189,17 +215,34 @@ class RayVerifier(Verifier):
             self._actors[index] = self._new_actor(self._placements[index])
             return self._actors[index]
 
-    def _get(self, ref: Any, size: int) -> list[VerificationResult] | str:
-        """A slice's results, internal errors when its verify_batch raised or broke, or why its actor is gone."""
+    def _get(self, ref: Any, size: int) -> tuple[list[VerificationResult], BatchStats | None] | str:
+        """A slice's results and stats, internal errors (no stats) when its verify_batch raised or broke, or why its
+        actor is gone."""
         try:
-            results = self.ray.get(ref)
+            reply = self.ray.get(ref)
         except self.ray.exceptions.RayTaskError as exc:
-            return [internal_error(f"on a Ray actor: {_cause(exc)}")] * size
+            return [internal_error(f"on a Ray actor: {_cause(exc)}")] * size, None
         except self.ray.exceptions.RayError as exc:  # the actor (or its node) died, or its result was lost
             return _cause(exc)
+        results, stats = reply if isinstance(reply, tuple) and len(reply) == 2 else (reply, None)
+        if not isinstance(stats, BatchStats | None):
+            stats = None
         if not isinstance(results, list) or len(results) != size:
-            return [internal_error(f"a Ray actor returned {type(results).__name__}, not {size} results")] * size
-        return results
+            return [internal_error(f"a Ray actor returned {type(results).__name__}, not {size} results")] * size, None
+        return results, stats
+
+
+def merged_stats(parts: list[BatchStats]) -> BatchStats | None:
+    """The stats of several slices of one batch as one: counts summed, item times in the slices' order."""
+    if not parts:
+        return None
+    return BatchStats(
+        items=sum(p.items for p in parts),
+        duplicates=sum(p.duplicates for p in parts),
+        cache_lookups=sum(p.cache_lookups for p in parts),
+        cache_hits=sum(p.cache_hits for p in parts),
+        item_seconds=[seconds for p in parts for seconds in p.item_seconds],
+    )
 
 
 def connect(ray: Any, address: str | None) -> None:

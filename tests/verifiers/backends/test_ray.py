@@ -142,6 +142,46 @@ def test_reward_function_on_ray_gives_the_local_rewards(ray_cluster):
         remote.verifier.close()
 
 
+def test_batch_stats_are_the_local_ones_summed_over_the_slices(ray_cluster):
+    # Two slices of four (ray_actors=2); every repeat is inside its own slice, as a GRPO group is.
+    completions = [r"\boxed{2}", r"\boxed{2}", r"\boxed{3}", r"\boxed{2}"]
+    completions += [r"\boxed{x+x}", "none", r"\boxed{2x}", r"\boxed{x+x}"]
+    references = ["2"] * 4 + ["2x"] * 4
+    local = get_verifier("math", n_workers=1)
+    remote = get_verifier("math", backend="ray", ray_actors=2, n_workers=1)
+    try:
+        local_results, local_stats = local.verify_batch_with_stats(completions, references)
+        remote_results, remote_stats = remote.verify_batch_with_stats(completions, references)
+    finally:
+        local.close()
+        remote.close()
+    assert outcomes(remote_results) == outcomes(local_results)
+    assert (remote_stats.items, remote_stats.duplicates) == (local_stats.items, local_stats.duplicates) == (8, 3)
+    assert len(remote_stats.item_seconds) == 8 and all(s >= 0 for s in remote_stats.item_seconds)
+
+
+def test_a_verifier_without_stats_gives_none_on_ray(ray_cluster):
+    verifier = get_verifier("dies_for_ray_tests", backend="ray", ray_actors=2)
+    try:
+        results, stats = verifier.verify_batch_with_stats(["a", "b"], ["a", "x"])
+    finally:
+        verifier.close()
+    assert [r.score for r in results] == [1.0, 0.0] and stats is None
+
+
+def test_merged_stats_sum_counts_and_keep_the_item_order():
+    from trl_grpo_ext.verifiers.backends.ray import merged_stats
+    from trl_grpo_ext.verifiers.core.cache import BatchStats
+
+    first = BatchStats(items=2, duplicates=1, cache_lookups=1, cache_hits=0, item_seconds=[0.1, 0.2])
+    second = BatchStats(items=3, duplicates=0, cache_lookups=2, cache_hits=2, item_seconds=[0.3, 0.4, 0.5])
+    merged = merged_stats([first, second])
+    assert (merged.items, merged.duplicates, merged.cache_lookups, merged.cache_hits) == (5, 1, 3, 2)
+    assert merged.item_seconds == [0.1, 0.2, 0.3, 0.4, 0.5]
+    assert merged.dedup_rate == 0.2 and merged.cache_hit_rate == 2 / 3
+    assert merged_stats([]) is None
+
+
 # -- actors that die ---------------------------------------------------------------------------------------------------
 
 
