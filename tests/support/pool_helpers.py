@@ -85,3 +85,21 @@ def sleep_then_time(seconds: float) -> float:
     """Sleep (using no CPU), then return the wall-clock time at which the item ended."""
     time.sleep(seconds)
     return time.time()
+
+
+def keyed_task(key: str, action: str) -> str:
+    """One item of a keyed batch (`DeadlinePool.map`'s affinity): returns its key, or misbehaves as `action` says
+    ("slow": burns CPU for a minute; "exit": ends the process; "memory": raises MemoryError)."""
+    if action == "slow":
+        burn_cpu(60)
+    elif action == "exit":
+        os._exit(3)
+    elif action == "memory":
+        raise MemoryError()
+    return key
+
+
+def keyed_pid(key: str, seconds: float) -> int:
+    """Sleep `seconds` (no CPU), then return this worker's pid: which worker ran an item of `key`."""
+    time.sleep(seconds)
+    return os.getpid()

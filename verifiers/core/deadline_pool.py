@@ -48,10 +48,12 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any
+
+from .affinity import KeyOwners
 
 # Time a new worker may take to import its libraries before the pool gives up on it.
 STARTUP_TIMEOUT_S = 120.0
@@ -63,6 +65,10 @@ MIN_POLL_S = 0.02
 # How often a caller with items waiting for a worker looks for one that another caller has released (a release
 # wakes only the caller whose item ended).
 WAITING_POLL_S = 0.05
+# With `affinity`, how many of the oldest waiting items a free worker looks through for one of its own keys: enough
+# for the rest of a GRPO group (found one after another), few enough that a batch of thousands of items costs no
+# quadratic scan.
+AFFINITY_LOOKAHEAD = 16
 
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _HAS_PROC = os.path.exists(f"/proc/{os.getpid()}/stat")
@@ -252,8 +258,18 @@ class _Batch:
     """The state of one `map` call. `items` is a sequence, or an iterator whose items are taken one at a time while the
     workers compute (`source`)."""
 
-    def __init__(self, fn: Callable[..., Any], items: Iterable[tuple], timeout_s: float, wall_limit_s: float):
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        items: Iterable[tuple],
+        timeout_s: float,
+        wall_limit_s: float,
+        affinity: Callable[[tuple], Hashable] | None,
+        owners: KeyOwners,
+    ):
         self.fn, self.timeout_s, self.wall_limit_s = fn, timeout_s, wall_limit_s
+        self.affinity, self.owners = affinity, owners  # with `affinity`: the worker of each key (the pool's)
+        self.keys: dict[int, Hashable] = {}  # each item's key, computed once
         self.source: Iterator[tuple] | None = None if isinstance(items, Sequence) else iter(items)
         self.items: list[tuple] = [] if self.source is not None else list(items)
         self.outcomes: list[TaskOutcome | None] = [None] * len(self.items)
@@ -274,6 +290,30 @@ class _Batch:
 
     def over_budget(self) -> str:
         return f"exceeded {self.timeout_s:g} s of CPU time"
+
+    def next_for(self, worker: _Worker) -> int | None:
+        """The pending item `worker` runs next: the oldest, or with `affinity` the oldest of the worker's own keys, else
+        the oldest of a key no worker has taken yet (it becomes the worker's), else the oldest of another worker's key
+        once every item has been found (None until then: the next items found are likely of new keys, and keeping a
+        key's items on one worker is worth a pull's wait; after that a free worker never waits for another's key)."""
+        if self.affinity is None:
+            return self.pending.pop()
+        unowned = None
+        for position in range(len(self.pending) - 1, max(-1, len(self.pending) - 1 - AFFINITY_LOOKAHEAD), -1):
+            owner = self.owners.owner(self.key(self.pending[position]))
+            if owner is worker:
+                return self.pending.pop(position)
+            if owner is None and unowned is None:
+                unowned = position
+        if unowned is None:
+            return None if self.source is not None else self.pending.pop()
+        self.owners.take(self.key(self.pending[unowned]), worker)
+        return self.pending.pop(unowned)
+
+    def key(self, index: int) -> Hashable:
+        if index not in self.keys:
+            self.keys[index] = self.affinity(self.items[index])  # type: ignore[misc]
+        return self.keys[index]
 
 
 class DeadlinePool:
@@ -303,6 +343,7 @@ class DeadlinePool:
         self._idle: queue.SimpleQueue[_Worker] = queue.SimpleQueue()
         self._all: set[_Worker] = set()
         self._lock = threading.Lock()
+        self._owners = KeyOwners()  # for `map`'s affinity, across calls
         self._closed = False
         for _ in range(n_workers):
             self._idle.put(self._spawn())
@@ -319,6 +360,7 @@ class DeadlinePool:
     def _retire(self, worker: _Worker, replace: bool) -> None:
         """Kill a worker (after a timeout or a crash) and put a fresh one in the idle queue."""
         worker.kill()
+        self._owners.disown(worker)
         with self._lock:
             self._all.discard(worker)
         if replace and not self._closed:
@@ -416,6 +458,7 @@ class DeadlinePool:
         items: Iterable[tuple],
         timeout_s: float = 5.0,
         wall_limit_s: float | None = None,
+        affinity: Callable[[tuple], Hashable] | None = None,
     ) -> list[TaskOutcome]:
         """Run `fn(*item)` for every item, in parallel; return one `TaskOutcome` per item, in input order.
 
@@ -425,6 +468,11 @@ class DeadlinePool:
 
         Each item may use `timeout_s` seconds of CPU time, and at most `wall_limit_s` seconds of wall-clock time
         (default `WALL_LIMIT_FACTOR * timeout_s`: only a worker blocked or starved reaches it).
+
+        `affinity` (called in this process, on each waiting item) gives an item's key: items with the same key go to
+        the worker that took the first of them whenever it is free, so that what it cached for that key serves them
+        (the math verifier keys on the reference, parsed once per worker). It only orders the waiting items; a free
+        worker takes another key's item rather than wait, and outcomes, deadlines and retries are the same.
         """
         if not timeout_s or timeout_s <= 0:
             raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s!r}.")
@@ -432,7 +480,7 @@ class DeadlinePool:
             wall_limit_s = WALL_LIMIT_FACTOR * timeout_s
         if wall_limit_s < timeout_s:
             raise ValueError(f"wall_limit_s must be at least timeout_s ({timeout_s!r}), got {wall_limit_s!r}.")
-        batch = _Batch(fn, items, timeout_s, wall_limit_s)
+        batch = _Batch(fn, items, timeout_s, wall_limit_s, affinity, self._owners)
         try:
             while batch.pending or batch.running or batch.source is not None:
                 self._dispatch(batch)
@@ -453,7 +501,10 @@ class DeadlinePool:
             worker = self._acquire(block=not batch.running and batch.source is None)
             if worker is None:
                 return
-            index = batch.pending.pop()
+            index = batch.next_for(worker)
+            if index is None:  # nothing for this worker until the caller finds more items
+                self._release(worker)
+                return
             start = time.monotonic()
             try:
                 worker.send((batch.fn, batch.items[index]))
@@ -553,9 +604,10 @@ class DeadlinePool:
         items: Sequence[tuple],
         timeout_s: float = 5.0,
         wall_limit_s: float | None = None,
+        affinity: Callable[[tuple], Hashable] | None = None,
     ) -> list[TaskOutcome]:
         """`map` for asyncio code: runs in a thread so the event loop keeps serving while workers compute."""
-        return await asyncio.to_thread(self.map, fn, items, timeout_s, wall_limit_s)
+        return await asyncio.to_thread(self.map, fn, items, timeout_s, wall_limit_s, affinity)
 
     def worker_pids(self) -> list[int]:
         with self._lock:
