@@ -40,9 +40,8 @@ from .uids import UIDS
 
 logger = logging.getLogger("trl_grpo_ext.verifiers")
 
-# What the fork server needs beyond the uid drop: new namespaces and a tmpfs per child, loopback up in each, and
-# the kill of a child that has already dropped to its candidate's uid.
-SERVER_CAPS = ("CAP_SYS_ADMIN", "CAP_NET_ADMIN", "CAP_KILL")
+# What the fork server needs beyond the uid drop: new namespaces and a tmpfs per child, loopback up in each.
+SERVER_CAPS = ("CAP_SYS_ADMIN", "CAP_NET_ADMIN")
 KILL_WAIT_S = 2.0  # how long the server may take to report a killed child's namespace empty
 
 

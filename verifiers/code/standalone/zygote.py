@@ -26,6 +26,7 @@ import fcntl
 import gc
 import json
 import os
+import resource
 import select
 import signal
 import socket
@@ -75,8 +76,7 @@ def isolate(tmp_mb: int, cgroup: bool) -> None:
         fcntl.ioctl(probe, SIOCSIFFLAGS, struct.pack("16sh22x", b"lo", IFF_UP | IFF_LOOPBACK | IFF_RUNNING))
 
 
-def candidate(job: dict, request_r: int, reply_w: int, stdout_w: int, status_w: int, cgroup_fds=()) -> None:
-    """PID 1 of the new namespace: join the cgroup, isolate, then become the candidate (no second fork)."""
+def init(job: dict, request_r: int, reply_w: int, stdout_w: int, status_w: int, cgroup_fds=()) -> None:
     events = job["limits"].get("t")  # the benchmark's readings (sandbox/stages.py), only when asked for
     mark(events, "init_begin")
     try:
@@ -84,12 +84,29 @@ def candidate(job: dict, request_r: int, reply_w: int, stdout_w: int, status_w: 
         mark(events, "init_cgroup_joined")
         isolate(job["tmp_mb"], bool(cgroup_fds))
         mark(events, "init_isolated")
+        pid = os.fork()
     except OSError as exc:
         write_message(status_w, {"error": f"the sandbox could not isolate the candidate: {exc}"})
         return
-    os.close(status_w)  # only the fork server reports on it: the candidate never holds it
-    mark(events, "harness_begin")
-    run_candidate(job, request_r, reply_w, stdout_w)
+    if pid == 0:
+        try:
+            os.close(status_w)
+            mark(events, "harness_begin")
+            run_candidate(job, request_r, reply_w, stdout_w)
+        finally:
+            os._exit(70)
+    for fd in (request_r, reply_w, stdout_w):
+        os.close(fd)
+    while True:
+        child, status = os.wait()  # orphans of the namespace are reaped here too
+        if child == pid:
+            mark(events, "init_saw_exit")
+            report = {"exit": os.waitstatus_to_exitcode(status)}
+            if events is not None:  # page faults: the init's own, the candidate's (and its reaped children's)
+                events["init_faults"] = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+                events["candidate_faults"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt
+            write_message(status_w, report if events is None else {**report, "t": events})
+            return
 
 
 def mark(events, name: str) -> None:
@@ -195,7 +212,7 @@ class Server:
             try:
                 close_all([self.control.fileno(), self.own_pid_namespace, kill_r])
                 close_all(fd for pidfd, (_, status, kill) in self.inits.items() for fd in (pidfd, status, kill))
-                candidate(job, request_r, reply_w, stdout_w, status_w, cgroup_fds)
+                init(job, request_r, reply_w, stdout_w, status_w, cgroup_fds)
             finally:
                 os._exit(70)
         close_all((request_r, reply_w, stdout_w, *cgroup_fds))
@@ -212,14 +229,11 @@ class Server:
         if self.kill_pipes.pop(kill_r, None) is not None:
             self.poller.unregister(kill_r)
         self.poller.unregister(pidfd)
-        _, status, usage = os.wait4(pid, 0)  # PID 1 ends only once every process of its namespace is gone
+        os.waitpid(pid, 0)  # an init ends only once every process of its namespace is gone
         events = self.timed.pop(pidfd, None)
         mark(events, "server_reaped")
-        report = {"exit": os.waitstatus_to_exitcode(status), "reaped": True}
-        if events is not None:  # page faults of the candidate and of the children it reaped
-            events["candidate_faults"] = usage.ru_minflt
         try:
-            write_message(status_w, report if events is None else {**report, "t": events})
+            write_message(status_w, {"reaped": True} if events is None else {"reaped": True, "t": events})
         except OSError:  # the verifier gave up on this one
             pass
         close_all((pidfd, status_w, kill_r))
