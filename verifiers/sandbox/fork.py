@@ -77,6 +77,7 @@ class ForkServer(ZygoteClient):
             cgroup_namespace=self.cgroups is None,  # with cgroups, each init unshares one rooted at its own group
             files=files,
         )  # fmt: skip
+        cmd.insert(1, "--as-pid-1")  # the server is PID 1: its end, however it comes, ends every namespace it made
         for cap in SERVER_CAPS:
             cmd += ["--cap-add", cap]
         cmd += [python, *SCRIPT_FLAGS, "-S", f"{INSIDE_DIR}/zygote.py", str(theirs.fileno())]

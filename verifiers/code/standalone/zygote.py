@@ -171,14 +171,11 @@ class Server:
         self.poller.register(control, select.POLLIN)
 
     def serve(self) -> None:
-        try:
-            self.loop()
-        finally:  # an init waits until it is killed: none may outlive the server (nor keep bubblewrap waiting)
-            for namespace in self.inits.values():
-                self.kill(namespace)
-
-    def loop(self) -> None:
-        while True:
+        """Until the control socket ends, and then until every namespace made has ended (each init waits to be
+        killed, and the candidates started ahead are still the verifier's: their kill pipes end them). The server is
+        PID 1 of its bubblewrap sandbox (`--as-pid-1`): however it ends, the kernel kills every namespace it made."""
+        listening = True
+        while listening or self.inits:
             ready = [fd for fd, _ in self.poller.poll()]
             # Kills first, then reaps (which close descriptors), then new namespaces (which open some): a descriptor
             # closed and reused within one round is never taken for the one that poll reported. A candidate is
@@ -186,18 +183,23 @@ class Server:
             for fd in ready:
                 if fd in self.kill_pipes:  # the verifier wrote to or closed it (verdict, deadline, or it ended)
                     self.poller.unregister(fd)
-                    self.kill(self.inits[self.kill_pipes.pop(fd)])
+                    namespace = self.inits[self.kill_pipes.pop(fd)]
+                    if not namespace.killed:
+                        mark(namespace.events, "server_killed")
+                    self.kill(namespace)
             for fd in ready:
                 if fd in self.candidates:
                     self.reap_candidate(fd)
             for fd in ready:
                 if fd in self.inits:
                     self.reap_init(fd)
-            if self.control.fileno() in ready:
+            if listening and self.control.fileno() in ready:
                 message, fds, _, _ = socket.recv_fds(self.control, 1 << 16, PIPES + MAX_CGROUP_FDS)
                 if not message:
-                    return
-                if len(fds) >= PIPES:
+                    listening = False
+                    self.poller.unregister(self.control)
+                    close_all(fds)
+                elif len(fds) >= PIPES:
                     self.start(json.loads(message), *fds)
                 else:
                     close_all(fds)
@@ -247,7 +249,6 @@ class Server:
         if not namespace.killed:
             namespace.killed = True
             os.kill(namespace.init, signal.SIGKILL)
-            mark(namespace.events, "server_killed")
 
     def reap_candidate(self, pidfd: int) -> None:
         """The candidate ended: its exit status (unless the server killed it), then the end of its namespace."""
