@@ -47,7 +47,7 @@ WARM_MODULES = ("bisect", "collections", "functools", "heapq", "itertools", "mat
 
 CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWIPC, CLONE_NEWNET = 0x00020000, 0x20000000, 0x08000000, 0x40000000
 CLONE_NEWCGROUP, CLONE_VM = 0x02000000, 0x00000100
-INIT_STACK_BYTES = 1 << 14  # the init runs pause() alone on it
+INIT_STACK_BYTES = 1 << 16  # every init runs pause() on it: each writes the same frame once, and never returns
 PIPES = 5  # request, reply, stdout, status, kill; then the descriptors that join the candidate's cgroup, if any
 MAX_CGROUP_FDS = 4  # cgroup v1: memory, pids, cpu, cpuacct
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 1 << 14, 1 << 18
@@ -147,11 +147,60 @@ def exit_code(exc: SystemExit) -> int:
     return 1
 
 
+class InitMaker:
+    """A child of the server that makes each new PID namespace and its init, as a clone of itself sharing its memory
+    (CLONE_VM: no page table copied, no page copied on write) that waits in pause() until it is killed.
+
+    Its SIGCHLD is ignored, and each init inherits that: the kernel reaps the init when it ends, and the orphans
+    adopted by the init (a candidate's double-forked children) when they end, so that they leave no zombie counting
+    against the candidate's process limits, as under a plain interpreter, whose orphans the host's init reaps. The
+    server, whose SIGCHLD is not ignored, still forks each candidate itself and reaps it for its exit status."""
+
+    def __init__(self, closed_in_child=()):
+        self.socket, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.pid = os.fork()
+        if self.pid == 0:
+            try:
+                self.socket.close()
+                close_all(closed_in_child)
+                make_inits(theirs)
+            finally:
+                os._exit(0)
+        theirs.close()
+
+    def make(self) -> int:
+        """A new init's pid (in the server's PID namespace); OSError if it could not be made."""
+        self.socket.send(b"n")
+        reply = self.socket.recv(256)
+        if len(reply) != 4:
+            raise OSError(reply.decode(errors="replace") or "the init maker ended")
+        return int.from_bytes(reply, "little")
+
+
+def make_inits(requests: socket.socket) -> None:
+    """The init maker's loop: one init per request, its pid or why not as the reply; ends with the server."""
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # inherited by every init: ended children are reaped at once
+    signal.signal(signal.SIGINT, signal.SIG_DFL)  # no handler of this interpreter in an init
+    own_pid_namespace = os.open("/proc/self/ns/pid", os.O_RDONLY)
+    stack = ctypes.create_string_buffer(INIT_STACK_BYTES)
+    top = (ctypes.addressof(stack) + INIT_STACK_BYTES) & ~15
+    while requests.recv(1):
+        try:
+            _check(LIBC.unshare(CLONE_NEWPID), "unshare")  # its next child is PID 1 of a new namespace
+            init = LIBC.clone(PAUSE, top, CLONE_VM | signal.SIGCHLD, None)
+            reply = init.to_bytes(4, "little") if init > 0 else f"clone: {os.strerror(ctypes.get_errno())}".encode()
+        except OSError as exc:
+            reply = str(exc).encode()
+        if LIBC.setns(own_pid_namespace, CLONE_NEWPID) != 0:
+            return  # its next child would share a namespace: the server's next request fails instead
+        requests.send(reply)
+
+
 class Namespace:
     """One candidate's PID namespace, as the server sees it: its init, its candidate, and the pipes to the verifier."""
 
-    def __init__(self, init: int, stack, status_w: int, kill_r: int, events):
-        self.init, self.stack = init, stack  # the init runs on `stack`: kept until it is reaped
+    def __init__(self, init_fd: int, status_w: int, kill_r: int, events):
+        self.init_fd = init_fd  # the init is the init maker's child: signalled through its pidfd, never by pid
         self.status_w, self.kill_r = status_w, kill_r
         self.candidate = -1  # its pid, until reaped
         self.killed = False
@@ -164,6 +213,7 @@ class Server:
     def __init__(self, control: socket.socket):
         self.control = control
         self.own_pid_namespace = os.open("/proc/self/ns/pid", os.O_RDONLY)
+        self.maker = InitMaker(closed_in_child=(control.fileno(), self.own_pid_namespace))
         self.inits = {}  # the init's pidfd -> its Namespace
         self.candidates = {}  # the candidate's pidfd -> the init's pidfd
         self.kill_pipes = {}  # kill_r -> the init's pidfd, until it is killed
@@ -209,35 +259,34 @@ class Server:
     ) -> None:
         if job["limits"].get("stages"):
             job["limits"]["t"] = {"server_received": time.monotonic()}
-        init, pid, stack = -1, -1, ctypes.create_string_buffer(INIT_STACK_BYTES)
+        init_fd = pid = -1
         try:
-            _check(LIBC.unshare(CLONE_NEWPID), "unshare")  # the next children are PIDs 1 and 2 of a new namespace
+            init_fd = os.pidfd_open(self.maker.make())
+            _check(LIBC.setns(init_fd, CLONE_NEWPID), "setns")  # the next child is PID 2 of the init's namespace
             try:
-                top = (ctypes.addressof(stack) + INIT_STACK_BYTES) & ~15
-                init = LIBC.clone(PAUSE, top, CLONE_VM | signal.SIGCHLD, None)
-                _check(0 if init > 0 else -1, "clone")
                 pid = os.fork()
             finally:
                 if pid != 0 and LIBC.setns(self.own_pid_namespace, CLONE_NEWPID) != 0:
                     raise SystemExit("cannot return to the server's PID namespace")  # its next child would share one
         except OSError as exc:
-            if init > 0:
-                os.kill(init, signal.SIGKILL)
-                os.waitpid(init, 0)
+            if init_fd >= 0:
+                signal.pidfd_send_signal(init_fd, signal.SIGKILL)
+                os.close(init_fd)
             write_message(status_w, {"error": f"the sandbox could not isolate the candidate: {exc}"})
             close_all((request_r, reply_w, stdout_w, status_w, kill_r, *cgroup_fds))
             return
         if pid == 0:
             try:
-                close_all([self.control.fileno(), self.own_pid_namespace, kill_r, *self.candidates])
+                close_all([self.control.fileno(), self.own_pid_namespace, self.maker.socket.fileno(), init_fd, kill_r])
+                close_all(self.candidates)
                 close_all(fd for pidfd, n in self.inits.items() for fd in (pidfd, n.status_w, n.kill_r))
                 candidate(job, request_r, reply_w, stdout_w, status_w, cgroup_fds)
             finally:
                 os._exit(70)
         close_all((request_r, reply_w, stdout_w, *cgroup_fds))
-        namespace = Namespace(init, stack, status_w, kill_r, {} if job["limits"].get("stages") else None)
+        namespace = Namespace(init_fd, status_w, kill_r, {} if job["limits"].get("stages") else None)
         namespace.candidate = pid
-        init_fd, candidate_fd = os.pidfd_open(init), os.pidfd_open(pid)
+        candidate_fd = os.pidfd_open(pid)
         self.inits[init_fd] = namespace
         self.candidates[candidate_fd] = init_fd
         self.kill_pipes[kill_r] = init_fd
@@ -245,10 +294,10 @@ class Server:
             self.poller.register(fd, select.POLLIN)
 
     def kill(self, namespace: Namespace) -> None:
-        """Kill the init (unreaped, so the pid is still its own): the kernel then kills the rest of its namespace."""
+        """Kill the init: the kernel then kills the rest of its namespace, and reaps the init once it is empty."""
         if not namespace.killed:
             namespace.killed = True
-            os.kill(namespace.init, signal.SIGKILL)
+            signal.pidfd_send_signal(namespace.init_fd, signal.SIGKILL)
 
     def reap_candidate(self, pidfd: int) -> None:
         """The candidate ended: its exit status (unless the server killed it), then the end of its namespace."""
@@ -271,8 +320,7 @@ class Server:
         namespace = self.inits.pop(pidfd)
         if self.kill_pipes.pop(namespace.kill_r, None) is not None:
             self.poller.unregister(namespace.kill_r)
-        self.poller.unregister(pidfd)
-        os.waitpid(namespace.init, 0)  # an init ends only once every process of its namespace is gone
+        self.poller.unregister(pidfd)  # an init ends only once every process of its namespace is gone
         events = namespace.events
         mark(events, "server_reaped")
         try:

@@ -1,10 +1,14 @@
-"""A candidate that signals itself, or is signalled by its own child or by a timer, ends as it would under a plain
-interpreter: the same exit status in a stdin/stdout run, no return from a call that kills its process.
+"""What a candidate's PID namespace must not change against a plain interpreter.
 
-Each program prints its first line, then signals; a plain interpreter (run here, in a session of its own) never
-prints the second. Under the sandbox the candidate must not be PID 1 of its namespace: the kernel drops the signals
-a namespace's init has no handler for when they come from inside it (SIGKILL and SIGSTOP included) and those the
-kernel raises (timers, SIGPIPE), so such a program would run on and pass (docs/code_verifier.md, "Where the CPU goes").
+Signals: a candidate that signals itself, or is signalled by its own child or by a timer, ends as it would under a
+plain interpreter: the same exit status in a stdin/stdout run, no return from a call that kills its process. Each
+program prints its first line, then signals; a plain interpreter (run here, in a session of its own) never prints the
+second. So the candidate must not be PID 1 of its namespace: the kernel drops the signals a namespace's init has no
+handler for when they come from inside it (SIGKILL and SIGSTOP included) or from the kernel (timers, SIGPIPE), and
+such a program would run on and pass.
+
+Orphans: a plain interpreter's orphaned children are reaped by the host's init when they end; in the sandbox, by the
+namespace's init. Left as zombies, they would count against the candidate's process limit.
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ def test_a_program_that_signals_itself_ends_with_the_plain_interpreters_status(v
     assert (result.score, result.reason) == (0.0, f"runtime_error: exit status {status}")
 
 
-def test_a_program_that_stops_itself_does_not_go_on(verifier):
+def test_a_program_that_stops_itself_does_not_go_on():
     program = "import os, signal\nprint(1, flush=True)\nos.kill(os.getpid(), signal.SIGSTOP)\nprint(2)\n"
     v = make_code_verifier(1.5)
     try:
@@ -68,3 +72,21 @@ def test_a_call_that_kills_its_own_process_does_not_return(verifier):
     code = "import os, signal\ndef add(a, b):\n    os.kill(os.getpid(), signal.SIGKILL)\n    return a + b\n"
     result = verifier.verify(code, "assert add(1, 2) == 3\n")
     assert result.score == 0.0, result.reason
+
+
+def test_orphans_that_ended_do_not_count_against_the_process_limit(verifier):
+    """100 double-forked children that end at once, one at a time, under a limit of 64 processes."""
+    code = (
+        "import os\n"
+        "def orphans(n):\n"
+        "    for _ in range(n):\n"
+        "        child = os.fork()\n"
+        "        if child == 0:\n"
+        "            if os.fork() == 0:\n"
+        "                os._exit(0)\n"
+        "            os._exit(0)\n"
+        "        os.waitpid(child, 0)\n"
+        "    return n\n"
+    )
+    result = verifier.verify(code, "assert orphans(100) == 100\n")
+    assert result.score == 1.0, (result.reason, result.details["failures"])
