@@ -28,7 +28,7 @@ STAGES = (
     ("ahead", "uid allocation", "spawn", "uid_acquired"),
     ("ahead", "cgroup: a kept one, or a new one", "uid_acquired", "cgroup_ready"),
     ("ahead", "pipes, cgroup descriptors, send to the fork server", "cgroup_ready", "sent"),
-    ("ahead", "fork server: unshare PID, clone the init, fork the candidate", "server_received", "candidate_begin"),
+    ("ahead", "fork server: new PID namespace and init, fork the candidate", "server_received", "candidate_begin"),
     ("ahead", "candidate: join the cgroup", "candidate_begin", "cgroup_joined"),
     ("ahead", "candidate: namespaces, tmpfs, /proc, loopback", "cgroup_joined", "isolated"),
     ("ahead", "harness: started report", "harness_begin", "harness_started"),

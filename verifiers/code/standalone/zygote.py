@@ -261,8 +261,13 @@ class Server:
             job["limits"]["t"] = {"server_received": time.monotonic()}
         init_fd = pid = -1
         try:
-            init_fd = os.pidfd_open(self.maker.make())
-            _check(LIBC.setns(init_fd, CLONE_NEWPID), "setns")  # the next child is PID 2 of the init's namespace
+            init = self.maker.make()
+            init_fd = os.pidfd_open(init)
+            join = os.open(f"/proc/{init}/ns/pid", os.O_RDONLY)  # not setns(pidfd): that needs Linux 5.8
+            try:
+                _check(LIBC.setns(join, CLONE_NEWPID), "setns")  # the next child is PID 2 of the init's namespace
+            finally:
+                os.close(join)
             try:
                 pid = os.fork()
             finally:
