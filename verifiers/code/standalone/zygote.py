@@ -172,8 +172,10 @@ class InitMaker:
         """A new init's pid (in the server's PID namespace); OSError if it could not be made."""
         self.socket.send(b"n")
         reply = self.socket.recv(256)
+        if not reply:  # no namespace can be made any more: the server ends, and the verifier starts another
+            raise SystemExit("the init maker ended")
         if len(reply) != 4:
-            raise OSError(reply.decode(errors="replace") or "the init maker ended")
+            raise OSError(reply.decode(errors="replace"))
         return int.from_bytes(reply, "little")
 
 
