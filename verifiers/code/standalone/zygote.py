@@ -6,10 +6,11 @@ only. It never runs candidate code (its warm-up, harness.warm_up, runs a constan
 message on the control socket (the harness limits, with the child's request, reply, stdout, status and kill
 descriptors) it makes, in a new PID namespace:
 
-    init        PID 1 of the new namespace: a clone of the server that shares its memory (CLONE_VM: no page tables
-                copied, no page of the warm interpreter copied on write) and only waits in `pause()`, as root, until
-                the server kills it. The orphans of the namespace are reparented to it, as to any init; when it ends,
-                the kernel kills whatever is left in the namespace.
+    init        PID 1 of the new namespace, made by the server's init maker (InitMaker): a clone of the maker that
+                shares its memory (CLONE_VM: no page tables copied, no page of the warm interpreter copied on write)
+                and only waits in `pause()`, as root, until the server kills it. The orphans of the namespace are
+                reparented to it, as to any init, and reaped by the kernel as they end (its SIGCHLD is ignored); when
+                it ends, the kernel kills whatever is left in the namespace.
     candidate   PID 2, forked from the warm interpreter: joins the candidate's cgroup (through the `cgroup.procs`
                 descriptors the verifier sent with the job), unshares mount, IPC, network and cgroup namespaces, mounts
                 a fresh tmpfs on /tmp and its own /proc, brings loopback up, then runs the harness (harness.serve):
@@ -19,7 +20,8 @@ descriptors) it makes, in a new PID namespace:
 
 The server itself supervises every namespace at once: it reaps each candidate (its child) and reports its
 {"exit": status}, then kills the init; it kills the init when the verifier writes to or closes its kill pipe; and
-once the kernel has emptied the namespace (init reaped), it reports {"reaped": true} on its status pipe. A failure
+once the kernel has emptied the namespace (the init ended), it reports {"reaped": true} on its status pipe. It is
+PID 1 of its bubblewrap sandbox (`bwrap --as-pid-1`): however it ends, the kernel ends every namespace it made. A failure
 before the candidate starts is reported as {"error": ...}. The candidate holds neither the status nor the kill pipe
 of any candidate, nor the control socket, so it can forge none of these reports.
 """
