@@ -1,7 +1,7 @@
 """Where one candidate's time goes in the `code` verifier, stage by stage, and the physical limits of this machine.
 
 Used by `python benchmarks/code_verifier.py --breakdown`: the verifier records a `time.monotonic()` reading at each
-stage of each candidate (verifiers/sandbox/stages.py: in the verifier, the fork server, the candidate's init and
+stage of each candidate (verifiers/sandbox/stages.py: in the verifier, the fork server, the candidate and its
 harness, and the judge), and this module prints the median of each interval over the candidates of a batch. The
 physical limits are what the fastest conceivable sandbox per candidate costs here: a bare fork of a warm interpreter
 (`os.fork`, `os._exit`, `waitpid`), the same fork into the fresh namespaces a candidate gets (mount with a tmpfs and
@@ -28,10 +28,9 @@ STAGES = (
     ("ahead", "uid allocation", "spawn", "uid_acquired"),
     ("ahead", "cgroup: a kept one, or a new one", "uid_acquired", "cgroup_ready"),
     ("ahead", "pipes, cgroup descriptors, send to the fork server", "cgroup_ready", "sent"),
-    ("ahead", "fork server: unshare PID, fork the init", "server_received", "init_begin"),
-    ("ahead", "init: join the cgroup", "init_begin", "init_cgroup_joined"),
-    ("ahead", "init: namespaces, tmpfs, /proc, loopback", "init_cgroup_joined", "init_isolated"),
-    ("ahead", "init: fork the candidate", "init_isolated", "harness_begin"),
+    ("ahead", "fork server: new PID namespace and init, fork the candidate", "server_received", "candidate_begin"),
+    ("ahead", "candidate: join the cgroup", "candidate_begin", "cgroup_joined"),
+    ("ahead", "candidate: namespaces, tmpfs, /proc, loopback", "cgroup_joined", "isolated"),
     ("ahead", "harness: started report", "harness_begin", "harness_started"),
     ("path", "acquire a started sandbox from the pool", "acquire_begin", "acquired"),
     ("path", "send the code, hand the pipes to the judge, write the job", "acquired", "submitted"),
@@ -46,7 +45,7 @@ STAGES = (
     ("path", "verdict to the verifier", "judge_verdict", "verdict"),
     ("path", "judge round trip (submit to verdict)", "submitted", "verdict"),
     ("teardown", "kill request to the fork server", "verdict", "server_killed"),
-    ("teardown", "namespace torn down, init reaped", "server_killed", "server_reaped"),
+    ("teardown", "init killed, namespace torn down, init reaped", "server_killed", "server_reaped"),
     ("teardown", "reap report to the verifier", "server_reaped", "reaped"),
     ("teardown", "cgroup check and keep (or remove)", "reaped", "cgroup_released"),
     ("teardown", "uid release", "cgroup_released", "done"),
@@ -63,11 +62,10 @@ def stage_table(records: list[dict]) -> list[tuple[str, str, float, int]]:
         if spans:
             rows.append((part, label, statistics.median(spans), len(spans)))
     for key, label in (
-        ("cpu", "CPU of the candidate's cgroup (init and candidate)"),
+        ("cpu", "CPU of the candidate's cgroup"),
         ("judge_cpu_s", "CPU of the judge child (until its verdict)"),
         ("judge_prepare_cpu_s", "of which: reading the job, limits, parsing the test"),
         ("judge_faults", "page faults of the judge child (until its verdict)"),
-        ("init_faults", "page faults of the candidate's init"),
         ("candidate_faults", "page faults of the candidate (and its children)"),
     ):
         if key == "cpu":
@@ -131,7 +129,7 @@ def _own_pid_namespace() -> int:
 
 
 def _fork_into_namespaces() -> None:
-    """A fork that gets what a candidate's init gets: PID, mount (a tmpfs on /tmp, its own /proc), IPC and network
+    """A fork that gets what a candidate gets: PID, mount (a tmpfs on /tmp, its own /proc), IPC and network
     namespaces with loopback up. Run in a throwaway child, so that this process keeps its own namespaces."""
     if _LIBC.unshare(CLONE_NEWPID) != 0:
         raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWPID)")
@@ -213,7 +211,8 @@ class ProcessCpu:
     """CPU time per candidate of each process of the verifier, from cpuacct groups (cgroup v1, as root) made inside
     `own_group`, the benchmark's own group (code_verifier.OwnCpu), where the candidates' groups also live: the
     benchmark's process (the verifier's threads), the sandbox fork server (bubblewrap and its zygote, which forks
-    each candidate's init), the judge (its zygote and every child), and the candidates' groups (init and candidate).
+    each candidate, and each candidate's init, a clone of it), the judge (its zygote and every child), and the
+    candidates' groups (each candidate and its children).
     The two servers are found among this process's children and moved once they run; what they start later stays
     in their group until it joins a candidate's."""
 
@@ -235,7 +234,7 @@ class ProcessCpu:
 
     def read(self) -> dict[str, float]:
         usage = {role: _usage_s(group) for role, group in self.groups.items()}
-        usage["candidates' cgroups (init and candidate)"] = _usage_s(self.candidates)
+        usage["candidates' cgroups (candidate and children)"] = _usage_s(self.candidates)
         usage["the verifier's process (its threads)"] = _usage_s(self.own) - sum(usage.values())
         return usage
 

@@ -13,7 +13,7 @@ One small interface over both layouts: cgroup v2 (one unified tree, the common c
 controller: memory, pids, cpu, cpuacct). The groups of one training process live under a folder of their own,
 `trl_grpo_ext-<pid>`: under the trainer's own cgroup on v1, next to it on v2 (v2 allows no process in a cgroup whose
 controllers are delegated to children). A candidate joins its group before its code runs by writing "0" to the
-`cgroup.procs` descriptors it is handed (the fork server's init, sandbox/fork.py) or through a `sh` wrapper
+`cgroup.procs` descriptors it is handed (the fork server's candidate, sandbox/fork.py) or through a `sh` wrapper
 (`join_command`, for a sandbox process of its own).
 """
 

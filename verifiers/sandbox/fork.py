@@ -10,7 +10,7 @@ candidate code) and asks it for one child per candidate. Each child gets, before
   ends, the kernel kills every process left in it), IPC (System V objects) and network (loopback only);
 - a uid of its own, unique across the machine (sandbox/uids.py), after its rlimits are set: RLIMIT_NPROC counts this
   candidate's processes only, and it can neither signal nor trace another candidate.
-- a cgroup of its own (sandbox/cgroups.py), which its init joins first: memory, processes and CPU bounded and
+- a cgroup of its own (sandbox/cgroups.py), which it joins first: memory, processes and CPU bounded and
   measured as a whole.
 
 The host passes each child its pipes over the server's control socket, and keeps a status pipe (the child's exit
@@ -77,6 +77,7 @@ class ForkServer(ZygoteClient):
             cgroup_namespace=self.cgroups is None,  # with cgroups, each init unshares one rooted at its own group
             files=files,
         )  # fmt: skip
+        cmd.insert(1, "--as-pid-1")  # the server is PID 1: its end, however it comes, ends every namespace it made
         for cap in SERVER_CAPS:
             cmd += ["--cap-add", cap]
         cmd += [python, *SCRIPT_FLAGS, "-S", f"{INSIDE_DIR}/zygote.py", str(theirs.fileno())]
@@ -118,7 +119,7 @@ class ForkedSandbox(SandboxProcess):
         theirs = []
         try:
             if server.cgroups is not None:
-                self.cgroup = self.limits.cgroup(server.cgroups)
+                self.cgroup = self.limits.cgroup(server.cgroups, with_init=False)  # the init stays in the server's
                 stages.mark(events, "cgroup_ready")
             request_r, self.request_w = os.pipe()
             self.reply_r, reply_w = os.pipe()
@@ -151,7 +152,8 @@ class ForkedSandbox(SandboxProcess):
         """Read the status pipe until `deadline`; True once the child's namespace is reported empty (or it closed)."""
         while not self.reaped and self.status_r >= 0:
             remaining = deadline - time.monotonic()
-            if not select.select([self.status_r], [], [], max(0.0, remaining))[0]:
+            buffered = b"\n" in self.status.buffer  # the server writes the exit status and the reap back to back
+            if not buffered and not select.select([self.status_r], [], [], max(0.0, remaining))[0]:
                 return False
             try:
                 message = self.status.read_message()

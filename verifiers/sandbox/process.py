@@ -39,10 +39,11 @@ class Limits:
     open_files: int = 256
     output_bytes: int = 8 << 20
 
-    def cgroup(self, tree: CgroupTree) -> CandidateGroup:
-        """A cgroup bounding the whole candidate: memory (its address space and its /tmp), processes (its own and its
-        init) and, through the clock, CPU time."""
-        return tree.group(memory_bytes=(self.memory_mb + self.tmp_mb) << 20, pids=self.processes + 1)
+    def cgroup(self, tree: CgroupTree, with_init: bool = True) -> CandidateGroup:
+        """A cgroup bounding the whole candidate: memory (its address space and its /tmp), processes (its own, and its
+        init where that joins the group too) and, through the clock, CPU time."""
+        pids = self.processes + (1 if with_init else 0)
+        return tree.group(memory_bytes=(self.memory_mb + self.tmp_mb) << 20, pids=pids)
 
     def rlimits(self, nproc: bool) -> dict:
         mb = 1 << 20

@@ -126,8 +126,8 @@ def test_a_starved_candidate_is_stalled_none_not_zero(monkeypatch):
     monkeypatch.setattr(clock, "BACKSTOP_MIN_S", 3.0)
     original = Limits.cgroup
 
-    def throttled(self, tree):
-        group = original(self, tree)
+    def throttled(self, tree, **options):
+        group = original(self, tree, **options)
         cpu = next(f for f in group.folders if (f / "cpu.cfs_quota_us").exists() or (f / "cpu.max").exists())
         if (cpu / "cpu.max").exists():
             (cpu / "cpu.max").write_text("2000 100000")
