@@ -33,8 +33,7 @@ a ready worker.
 Thread safety: idle workers sit in a queue; a caller takes workers from it, so concurrent callers share the pool
 fairly and never use the same worker at once. A caller whose items wait for a worker looks at the queue every
 `WAITING_POLL_S`, so a worker another caller releases serves them at once: it waits neither for its own slow items to
-end nor for a replacement worker to finish starting. POSIX only (the pipes are passed as inherited file
-descriptors).
+end nor for a replacement worker to finish starting. POSIX only (the pipes are passed as inherited file descriptors).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ says "ready", and then runs one `(fn, args)` at a time. It measures each item's 
 the call) and sends it with the result, so that the parent judges an item over its budget a "timeout" even when it
 finished: the verdict never depends on when the parent looked. Killing a runaway item is the parent's job.
 
-This module imports only the standard library and nothing of the pool, so a worker loads no more than it runs.
+Nothing here runs in the parent, and nothing of the parent's side is used here (standard library only).
 """
 
 from __future__ import annotations
