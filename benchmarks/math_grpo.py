@@ -132,7 +132,7 @@ class CpuClock:
         self.pids = verifier._pool.worker_pids() if verifier._pool is not None else []
 
     def read(self) -> tuple[float, float]:
-        from trl_grpo_ext.verifiers.core.deadline_pool import process_cpu_seconds
+        from trl_grpo_ext.verifiers.core.deadline_pool_handle import process_cpu_seconds
 
         return time.process_time(), sum(process_cpu_seconds(pid) or 0.0 for pid in self.pids)
 

@@ -7,15 +7,16 @@ import pytest
 from pool_helpers import keyed_pid, keyed_task
 
 from trl_grpo_ext.verifiers.core.affinity import KeyOwners
-from trl_grpo_ext.verifiers.core.deadline_pool import AFFINITY_LOOKAHEAD, DeadlinePool, _Batch
+from trl_grpo_ext.verifiers.core.deadline_pool import DeadlinePool
+from trl_grpo_ext.verifiers.core.deadline_pool_batch import AFFINITY_LOOKAHEAD, Batch
 
 
 def _first(item: tuple) -> str:
     return item[0]
 
 
-def _batch(items, owners=None) -> _Batch:
-    return _Batch(abs, items, 1.0, 10.0, _first, owners or KeyOwners())
+def _batch(items, owners=None) -> Batch:
+    return Batch(abs, items, 1.0, 10.0, _first, owners or KeyOwners())
 
 
 def test_a_worker_takes_its_own_key_then_a_new_key_then_the_oldest_item():
@@ -45,7 +46,7 @@ def test_while_items_are_still_being_found_a_worker_waits_for_a_new_key_rather_t
 
 
 def test_without_affinity_items_go_in_input_order():
-    batch = _Batch(abs, [(3,), (1,), (2,)], 1.0, 10.0, None, KeyOwners())
+    batch = Batch(abs, [(3,), (1,), (2,)], 1.0, 10.0, None, KeyOwners())
     assert [batch.next_for(object()) for _ in range(3)] == [0, 1, 2]
 
 
