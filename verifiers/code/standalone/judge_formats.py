@@ -152,7 +152,7 @@ def judge_test_module(job: dict, session: Session, prepared: Prepared, kinds: di
         fault = None if isinstance(exc, CandidateGone) else reference_fault(exc, session)
         if fault:
             return {"unusable": fault}
-        return {"total": count_tests(prepared.tree), "passed": 0, "error": f"candidate_error: {describe(exc)}"}
+        return {"total": count_tests(prepared.tree()), "passed": 0, "error": f"candidate_error: {describe(exc)}"}
     try:
         run_test_module(namespace, tally, TEST_FILE)
     except UnsupportedTest as exc:

@@ -30,19 +30,30 @@ PREPARED: dict = {}  # test key -> Prepared: filled by the zygote alone
 
 class Prepared:
     """One test, ready: `verdict` when it cannot run (`unusable`), else its `kind` ("asserts" or "tests"), its
-    rewritten `tree`, `total` tests, the asserts' `lines`, the `names` it uses (as `names_used` gives them) and its
-    code compiled as it runs against a candidate without module-level values (the common case)."""
+    rewritten tree, `total` tests, the asserts' `lines`, the `names` it uses (as `names_used` gives them) and its code
+    compiled as it runs against a candidate without module-level values (the common case). The zygote keeps no tree
+    (ten times the code's memory, which each fork would copy the page tables of): a child that needs it, for a
+    candidate's values or a test module that does not load, prepares the test again (`tree`)."""
 
-    def __init__(self, verdict=None, kind=None, tree=None, total=0, lines=(), code=None):
-        self.verdict, self.kind, self.tree, self.total, self.lines = verdict, kind, tree, total, lines
+    def __init__(self, verdict=None, kind=None, tree=None, total=0, lines=(), code=None, job=None):
+        self.verdict, self.kind, self._tree, self.total, self.lines = verdict, kind, tree, total, lines
         self.names = names_used(tree) if tree is not None else (set(), set())
-        self.code = code
+        self.code, self.job = code, job
+
+    def compact(self) -> "Prepared":
+        self._tree = None
+        return self
+
+    def tree(self) -> ast.Module:
+        if self._tree is None:
+            self._tree = prepare(self.job)._tree
+        return self._tree
 
     def code_for(self, values: set):
         """The code to run against a candidate whose module-level values are `values` (their reads made live); may
         raise what compile raises (code that parses and does not compile is the test's fault: the caller says so)."""
         if values or self.code is None:
-            return compile(with_live_names(self.tree, values), TEST_FILE, "exec")
+            return compile(with_live_names(self.tree(), values), TEST_FILE, "exec")
         return self.code
 
 
@@ -62,13 +73,14 @@ def prepare(job: dict) -> Prepared:
     if is_test_module(tree) and not (job.get("entry_point") and defines_check):  # BigCodeBench rows name one
         total = count_tests(tree)
         tree = ast.fix_missing_locations(ImportRewriter(module).visit(tree))
-        return Prepared(kind="tests", tree=tree, total=total, code=compiled(tree))
+        return Prepared(kind="tests", tree=tree, total=total, code=compiled(tree), job=job)
     recorder = AssertRecorder(unused_functions(tree, (check_name,) if job.get("entry_point") else ()))
     tree = ImportRewriter(module).visit(tree)  # `from solution import f` in a script
     tree = ast.fix_missing_locations(recorder.visit(tree))
     if not recorder.lines:
         return Prepared({"unusable": "the test code has no assert statement"})
-    return Prepared(kind="asserts", tree=tree, total=len(recorder.lines), lines=recorder.lines, code=compiled(tree))
+    lines, code = recorder.lines, compiled(tree)
+    return Prepared(kind="asserts", tree=tree, total=len(lines), lines=lines, code=code, job=job)
 
 
 def compiled(tree: ast.Module):
@@ -102,7 +114,7 @@ def remember(note: bytes) -> None:
         key = test_key(fields) if type(fields) is dict else None
         if key is None or key in PREPARED:
             return
-        PREPARED[key] = prepare(fields)
+        PREPARED[key] = prepare({field: fields.get(field) for field in TEST_KEY_FIELDS}).compact()
     except Exception:  # what a child's own preparation of that test raises there, where it is judged
         return
     while len(PREPARED) > MAX_PREPARED:
