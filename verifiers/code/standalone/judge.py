@@ -29,7 +29,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from formats_units import CandidateFailure, CandidateGone, JudgeFault, describe  # noqa: E402
 from judge_formats import judge  # noqa: E402
-from judge_prepared import PREPARED, remember  # noqa: E402
+from judge_prepared import NOTES, PREPARED, remember  # noqa: E402
 from judge_proxy import Session  # noqa: E402
 from protocol import MAX_MESSAGE_BYTES, MAX_TEST_NOTE_BYTES, LineReader, encode, write_message  # noqa: E402
 
@@ -160,6 +160,7 @@ def warm_up() -> list[dict]:
                 remember(json.dumps(job).encode())
             verdicts.append(bounded(judge_replayed(job, results)))
     PREPARED.clear()
+    NOTES.clear()
     return verdicts
 
 

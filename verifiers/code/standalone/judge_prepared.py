@@ -26,6 +26,7 @@ from protocol import TEST_KEY_FIELDS
 TEST_FILE = "<test>"
 MAX_PREPARED = 64  # tests kept by the zygote (a GRPO batch's prompts), oldest out first
 PREPARED: dict = {}  # test key -> Prepared: filled by the zygote alone
+NOTES: dict = {}  # the verifier's note of a test -> its key, in the zygote
 
 
 class Prepared:
@@ -108,15 +109,23 @@ def prepared_test(job: dict) -> Prepared:
 
 def remember(note: bytes) -> None:
     """In the zygote: prepare the test the verifier sent with a job (JSON of its TEST_KEY_FIELDS), for the children
-    forked from now on. Only ever a lost speed-up when it fails: a child prepares what it does not find."""
+    forked from now on. Only ever a lost speed-up when it fails: a child prepares what it does not find. A note seen
+    before is known by its bytes: the zygote decodes nothing more for the next candidates of that test (each object it
+    makes between two forks is a page it copies, since its last child still shares it)."""
+    key = NOTES.get(note)
+    if key is not None and key in PREPARED:
+        return
     try:
         fields = json.loads(note)
         key = test_key(fields) if type(fields) is dict else None
-        if key is None or key in PREPARED:
+        if key is None:
             return
-        PREPARED[key] = prepare({field: fields.get(field) for field in TEST_KEY_FIELDS}).compact()
+        NOTES[note] = key
+        if key not in PREPARED:
+            PREPARED[key] = prepare({field: fields.get(field) for field in TEST_KEY_FIELDS}).compact()
     except Exception:  # what a child's own preparation of that test raises there, where it is judged
         return
-    while len(PREPARED) > MAX_PREPARED:
-        del PREPARED[next(iter(PREPARED))]
+    for kept in (PREPARED, NOTES):
+        while len(kept) > MAX_PREPARED:
+            del kept[next(iter(kept))]
     gc.freeze()  # the new objects stay out of the children's collections, which would write to their pages
