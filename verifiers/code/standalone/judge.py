@@ -3,13 +3,15 @@
 A zygote started once per verifier (`python -I judge.py CONTROL_FD`) forks one child per verification, ahead of it
 (the child waits for its job, so a verification does not wait for the fork). The child receives, through the zygote,
 the three descriptors sent over the control socket: the job socket (to the verifier), the request pipe (to the
-candidate sandbox) and the reply pipe (from it). The test code runs here, never in the sandbox: every call of a
-candidate function becomes a request carrying its arguments, and the reply is decoded as plain builtin data, so the
-`==` of an assert is always the builtin one and the expected values never leave this process.
+candidate sandbox) and the reply pipe (from it); with them comes the job's test (the dataset's), which the zygote then
+prepares for the children it forks next (judge_prepared.py). The test code runs here, never in the sandbox: every
+call of a candidate function becomes a request carrying its arguments, and the reply is decoded as plain builtin data,
+so the `==` of an assert is always the builtin one and the expected values never leave this process.
 
 This file is the judge process itself: the fork server and each child's limits (address space, CPU seconds, and an
 alarm at the deadline); Python's limit on int-to-str conversions stays on, so a candidate's huge integer cannot make
 the judge spend minutes printing it. The rest lives next to it: judge_formats.py (which format, which verdict),
+judge_prepared.py (a test parsed, rewritten and compiled once per test),
 judge_namespace.py (what the test code sees of the candidate), judge_proxy.py (the candidate's functions as proxies),
 and formats_*.py (each format). A candidate's exception reaches the test code with its builtin type
 (`pytest.raises(ValueError)` works); a sandbox that dies raises CandidateGone, which no test code can catch
