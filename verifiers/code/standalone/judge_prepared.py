@@ -128,4 +128,5 @@ def remember(note: bytes) -> None:
     for kept in (PREPARED, NOTES):
         while len(kept) > MAX_PREPARED:
             del kept[next(iter(kept))]
+    gc.collect()  # only what is not frozen yet: cheap, and no garbage cycle becomes permanent below
     gc.freeze()  # the new objects stay out of the children's collections, which would write to their pages
