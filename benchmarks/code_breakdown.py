@@ -38,7 +38,7 @@ STAGES = (
     ("path", "harness: rlimits, uid drop", "harness_received", "harness_uid_dropped"),
     ("path", "harness: session keyring, seccomp filter", "harness_uid_dropped", "harness_set_up"),
     ("path", "judge child: wait for the job (the verifier writes it)", "judge_forked", "judge_job_read"),
-    ("path", "judge child: set limits, parse the test", "judge_job_read", "judge_prepared"),
+    ("path", "judge child: set limits, prepare the test (or find it prepared)", "judge_job_read", "judge_prepared"),
     ("path", "judge child: then wait for the set-up report", "judge_prepared", "judge_set_up"),
     ("path", "candidate: exec its code", "judge_set_up", "judge_ready"),
     ("path", "judge: run the tests (3 calls)", "judge_ready", "judge_verdict"),
@@ -64,7 +64,7 @@ def stage_table(records: list[dict]) -> list[tuple[str, str, float, int]]:
     for key, label in (
         ("cpu", "CPU of the candidate's cgroup"),
         ("judge_cpu_s", "CPU of the judge child (until its verdict)"),
-        ("judge_prepare_cpu_s", "of which: reading the job, limits, parsing the test"),
+        ("judge_prepare_cpu_s", "of which: reading the job, limits, preparing the test"),
         ("judge_faults", "page faults of the judge child (until its verdict)"),
         ("candidate_faults", "page faults of the candidate (and its children)"),
     ):

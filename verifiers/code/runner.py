@@ -11,6 +11,7 @@ without a verdict before the deadline, is a failure of the verifier: `SandboxErr
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -27,7 +28,7 @@ from ..sandbox import stages
 from ..sandbox.pool import SandboxError, SandboxPool
 from .clock import CandidateClock
 from .standalone import SCRIPT_FLAGS, STANDALONE_DIR
-from .standalone.protocol import LineReader, ProtocolError, write_message
+from .standalone.protocol import MAX_TEST_NOTE_BYTES, TEST_KEY_FIELDS, LineReader, ProtocolError, write_message
 
 # The judge and the sandbox tear down in a few milliseconds once the candidate is killed.
 TEARDOWN_S = 2.0
@@ -70,6 +71,7 @@ class JudgeProcess(ZygoteClient):
 
     def launch(self) -> tuple[subprocess.Popen, socket.socket]:
         parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        parent_end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 * MAX_TEST_NOTE_BYTES)  # room for a test's note
         try:
             proc = subprocess.Popen(
                 [sys.executable, *SCRIPT_FLAGS, str(STANDALONE_DIR / "judge.py"), str(child_end.fileno())],
@@ -82,14 +84,24 @@ class JudgeProcess(ZygoteClient):
             child_end.close()
         return proc, parent_end
 
-    def submit(self, request_w: int, reply_r: int) -> socket.socket:
-        """Hand the candidate's pipes to a new judge child; returns the job socket to talk to it."""
+    def submit(self, request_w: int, reply_r: int, job: dict) -> socket.socket:
+        """Hand the candidate's pipes to a new judge child; returns the job socket to talk to it. The job's test goes
+        with them, for the zygote to prepare it for the next children (code/standalone/judge_prepared.py)."""
         ours, theirs = socket.socketpair()
         try:
-            self.send(b"J", [theirs.fileno(), request_w, reply_r])
+            self.send(b"J" + test_note(job), [theirs.fileno(), request_w, reply_r])
         finally:
             theirs.close()
         return ours
+
+
+def test_note(job: dict) -> bytes:
+    """The fields of `job` its test's preparation depends on, as JSON; empty for call-based cases (nothing to prepare)
+    and for a test too long for one message (its children prepare it themselves)."""
+    if job.get("format") == "calls":
+        return b""
+    note = json.dumps({field: job.get(field) for field in TEST_KEY_FIELDS}).encode()
+    return note if len(note) <= MAX_TEST_NOTE_BYTES else b""
 
 
 def _read_message(reader: LineReader) -> dict:
@@ -139,7 +151,7 @@ def run_function_tests(pool: SandboxPool, judge: JudgeProcess, code: str, job: d
         stages.merge(events, {"acquire_begin": acquiring})
         stages.mark(events, "acquired")
         sandbox.send({"mode": "functions", "code": code})
-        job_socket = judge.submit(sandbox.request_w, sandbox.reply_r)
+        job_socket = judge.submit(sandbox.request_w, sandbox.reply_r, job)
         sandbox.hand_over_pipes()  # the judge child holds them now
         clock = CandidateClock(sandbox.cgroup, pool.limits.time_s)
         deadline_s = clock.backstop_s + TEARDOWN_S  # the judge's own backstops: its alarm, and its CPU time

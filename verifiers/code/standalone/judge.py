@@ -3,13 +3,15 @@
 A zygote started once per verifier (`python -I judge.py CONTROL_FD`) forks one child per verification, ahead of it
 (the child waits for its job, so a verification does not wait for the fork). The child receives, through the zygote,
 the three descriptors sent over the control socket: the job socket (to the verifier), the request pipe (to the
-candidate sandbox) and the reply pipe (from it). The test code runs here, never in the sandbox: every call of a
-candidate function becomes a request carrying its arguments, and the reply is decoded as plain builtin data, so the
-`==` of an assert is always the builtin one and the expected values never leave this process.
+candidate sandbox) and the reply pipe (from it); with them comes the job's test (the dataset's), which the zygote then
+prepares for the children it forks next (judge_prepared.py). The test code runs here, never in the sandbox: every
+call of a candidate function becomes a request carrying its arguments, and the reply is decoded as plain builtin data,
+so the `==` of an assert is always the builtin one and the expected values never leave this process.
 
 This file is the judge process itself: the fork server and each child's limits (address space, CPU seconds, and an
 alarm at the deadline); Python's limit on int-to-str conversions stays on, so a candidate's huge integer cannot make
 the judge spend minutes printing it. The rest lives next to it: judge_formats.py (which format, which verdict),
+judge_prepared.py (a test parsed, rewritten and compiled once per test),
 judge_namespace.py (what the test code sees of the candidate), judge_proxy.py (the candidate's functions as proxies),
 and formats_*.py (each format). A candidate's exception reaches the test code with its builtin type
 (`pytest.raises(ValueError)` works); a sandbox that dies raises CandidateGone, which no test code can catch
@@ -18,6 +20,7 @@ exception that escapes the formats) is reported as `judge_error`, never as a fai
 """
 
 import gc
+import json
 import os
 import resource
 import signal
@@ -28,8 +31,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from formats_units import CandidateFailure, CandidateGone, JudgeFault, describe  # noqa: E402
 from judge_formats import judge  # noqa: E402
+from judge_prepared import NOTES, PREPARED, remember  # noqa: E402
 from judge_proxy import Session  # noqa: E402
-from protocol import MAX_MESSAGE_BYTES, LineReader, encode, write_message  # noqa: E402
+from protocol import MAX_MESSAGE_BYTES, MAX_TEST_NOTE_BYTES, LineReader, encode, write_message  # noqa: E402
 
 MAX_TEXT, MAX_ITEMS = 1000, 20  # what a verdict may hold of the candidate's text and values
 
@@ -144,24 +148,37 @@ WARM_UP_RESULTS = (3, 12, 0), (3, [1, 2], "ab"), (3, [1, 2], "ab")  # what a cor
 
 def warm_up() -> list[dict]:
     """Judge WARM_UP_JOBS in the zygote, against replies written ahead for a correct candidate (no sandbox runs), and
-    return the verdicts. What the judge's code builds the first time it runs (Python's type-attribute cache, the
+    return the verdicts: each job once with its test prepared in the child's way and once as the zygote prepares it
+    ahead (judge_prepared.py). What the judge's code builds the first time it runs (Python's type-attribute cache, the
     specialised bytecode of each function, objects made on first use) is then made once here, in pages every child
     shares, rather than in each child, where each write copies a page: measured in docs/code_verifier.md. Nothing of
-    any candidate or dataset is in it: the jobs and the replies are these constants."""
+    any candidate or dataset is in it: the jobs and the replies are these constants, and the prepared tests are
+    dropped afterwards."""
     verdicts = []
     for job, results in zip(WARM_UP_JOBS, WARM_UP_RESULTS):
-        request_r, request_w = os.pipe()
-        reply_r, reply_w = os.pipe()
-        try:
-            replies = [{"setup": "ok"}, {"ready": True, "globals": {"add": "callable"}}]
-            replies += [{"id": n, "ok": True, "value": encode(value)} for n, value in enumerate(results, 1)]
-            for reply in replies:  # a few hundred bytes: the pipe holds them, and the judge's requests
-                write_message(reply_w, reply)
-            verdicts.append(bounded(judge({**job, "module": "solution"}, Session(request_w, reply_r, 10.0))))
-        finally:
-            for fd in (request_r, request_w, reply_r, reply_w):
-                os.close(fd)
+        job = {**job, "module": "solution"}
+        for ahead in (False, True):
+            if ahead:
+                remember(json.dumps(job).encode())
+            verdicts.append(bounded(judge_replayed(job, results)))
+    PREPARED.clear()
+    NOTES.clear()
     return verdicts
+
+
+def judge_replayed(job: dict, results: tuple) -> dict:
+    """`job` judged against the replies a correct candidate returning `results` gives, written ahead into a pipe."""
+    request_r, request_w = os.pipe()
+    reply_r, reply_w = os.pipe()
+    try:
+        replies = [{"setup": "ok"}, {"ready": True, "globals": {"add": "callable"}}]
+        replies += [{"id": n, "ok": True, "value": encode(value)} for n, value in enumerate(results, 1)]
+        for reply in replies:  # a few hundred bytes: the pipe holds them, and the judge's requests
+            write_message(reply_w, reply)
+        return judge(job, Session(request_w, reply_r, 10.0))
+    finally:
+        for fd in (request_r, request_w, reply_r, reply_w):
+            os.close(fd)
 
 
 def main() -> None:
@@ -174,7 +191,7 @@ def main() -> None:
     gc.freeze()  # what the judge has loaded stays out of its children's collections, so they share its pages
     spares = [spare_child(control, [])]
     while True:
-        message, fds, _, _ = socket.recv_fds(control, 16, 3)
+        message, fds, _, _ = socket.recv_fds(control, MAX_TEST_NOTE_BYTES + 16, 3)
         received = time.monotonic()
         if not message:
             return
@@ -187,6 +204,8 @@ def main() -> None:
                 os._exit(0)
         for fd in fds:
             os.close(fd)
+        if len(message) > 1:  # the job's test (the dataset's): prepared for the children forked from now on
+            remember(message[1:])
         if not spares:  # the next child is forked once this job's descriptors are closed here: it holds none of them
             spares.append(spare_child(control, spares))
 

@@ -9,14 +9,12 @@ parse, it imports a module this interpreter lacks, it uses a standard module it 
 anything from the candidate reached it (`reference_fault`).
 """
 
-import ast
 import sys
 import time
 
-from formats_asserts import AssertRecorder, Tally, unused_functions
+from formats_asserts import Tally
 from formats_calls import judge_cases
-from formats_imports import ImportRewriter, with_live_names
-from formats_modules import count_tests, is_test_module, process_tool
+from formats_modules import count_tests
 from formats_pytest import make_stand_in
 from formats_runner import run_test_module
 from formats_units import (
@@ -28,10 +26,9 @@ from formats_units import (
     UnsupportedTest,
     describe,
 )
-from judge_namespace import CandidateModule, LiveValues, bind_candidate, candidate_values, names_used
+from judge_namespace import CandidateModule, LiveValues, bind_candidate, candidate_values
+from judge_prepared import TEST_FILE, Prepared, prepared_test
 from judge_proxy import RemoteObject, Session, candidate_class_name
-
-TEST_FILE = "<test>"
 
 
 def reference_fault(exc: BaseException, session: "Session") -> str | None:
@@ -60,38 +57,24 @@ def reference_fault(exc: BaseException, session: "Session") -> str | None:
 
 def judge(job: dict, session: Session) -> dict:
     """Run the test of `job` against the candidate, in the format its reference has; the verdict as plain data."""
-    recorder = None
+    prepared = None
     if job.get("format") == "calls":
-        kind, tree, total = "calls", None, len(job.get("cases") or ())
+        total = len(job.get("cases") or ())
     else:
-        try:
-            tree = ast.parse(job["test"])
-        except SyntaxError as exc:
-            return {"unusable": f"the test code does not parse: {exc}"}
-        if tool := process_tool(tree):
-            return {"unusable": f"the test uses {tool}, which acts on the process running the test: the candidate "
-                    "runs in another one, so its output, logs and warnings, or the patches, never cross"}  # fmt: skip
-        check_name = job.get("check_name") or "check"
-        defines_check = any(isinstance(n, ast.FunctionDef) and n.name == check_name for n in tree.body)
-        if is_test_module(tree) and not (job.get("entry_point") and defines_check):  # BigCodeBench rows name one
-            kind, total = "tests", count_tests(tree)
-        else:
-            recorder = AssertRecorder(unused_functions(tree, (check_name,) if job.get("entry_point") else ()))
-            tree = ImportRewriter(job.get("module") or "solution").visit(tree)  # `from solution import f` in a script
-            kind, tree = "asserts", ast.fix_missing_locations(recorder.visit(tree))
-            if not recorder.lines:
-                return {"unusable": "the test code has no assert statement"}
-            total = len(recorder.lines)
+        prepared = prepared_test(job)  # as the zygote prepared it for an earlier candidate of that test, or now
+        if prepared.verdict is not None:
+            return dict(prepared.verdict)
+        total = prepared.total
     if job.get("stages"):  # the benchmark's readings (sandbox/stages.py): the test is ready to run
         session.prepared = (time.monotonic(), time.process_time())
     started = start_candidate(session)
     if "globals" not in started:
         return {"total": total, **started}
-    if kind == "calls":
+    if prepared is None:
         return judge_calls(job, session, started["globals"])
-    if kind == "tests":
-        return judge_test_module(job, session, tree, started["globals"])
-    return judge_asserts(job, session, tree, recorder, started["globals"])
+    if prepared.kind == "tests":
+        return judge_test_module(job, session, prepared, started["globals"])
+    return judge_asserts(job, session, prepared, started["globals"])
 
 
 def start_candidate(session: Session) -> dict:
@@ -112,10 +95,10 @@ def start_candidate(session: Session) -> dict:
     return {"globals": ready["globals"]}
 
 
-def judge_asserts(job: dict, session: Session, tree: ast.Module, recorder: AssertRecorder, kinds: dict) -> dict:
+def judge_asserts(job: dict, session: Session, prepared: Prepared, kinds: dict) -> dict:
     """Assert-style test code, or HumanEval's `check(candidate)`: each assert statement counts."""
-    tally = Tally(recorder.lines, lambda exc: reference_fault(exc, session), lambda: session.gone)
-    referenced, as_module = names_used(tree)
+    tally = Tally(prepared.lines, lambda exc: reference_fault(exc, session), lambda: session.gone)
+    referenced, as_module = prepared.names
     entry_point = job.get("entry_point")
     error = None
     try:
@@ -123,8 +106,7 @@ def judge_asserts(job: dict, session: Session, tree: ast.Module, recorder: Asser
         bind_solution_module(namespace, session, kinds, job.get("module") or "solution", (referenced, as_module))
         # run as `python -c code + tests` runs it: `if __name__ == "__main__":` blocks run
         namespace.update(__name__="__main__", __judge_assert__=tally)
-        tree = with_live_names(tree, candidate_values(kinds))
-        exec(compile(tree, TEST_FILE, "exec"), namespace)
+        exec(prepared.code_for(candidate_values(kinds)), namespace)
         if entry_point:
             check = namespace.get(job.get("check_name") or "check")
             if not callable(check) or isinstance(check, RemoteObject):
@@ -138,13 +120,13 @@ def judge_asserts(job: dict, session: Session, tree: ast.Module, recorder: Asser
         error = f"candidate_error: {exc}"
     except (Exception, SystemExit) as exc:
         if ends_script(exc):  # the test code's own `sys.exit(0)`: the script ends there, as in plain execution
-            return {"total": len(recorder.lines), "passed": tally.passed(), "failures": tally.failures, "error": None}
+            return {"total": prepared.total, "passed": tally.passed(), "failures": tally.failures, "error": None}
         fault = reference_fault(exc, session)
         if fault:
             return {"unusable": fault}
         candidate = isinstance(exc, (CandidateFailure, CandidateExit))
         error = f"candidate_error: {describe(exc)}" if candidate else describe(exc)
-    return {"total": len(recorder.lines), "passed": tally.passed(), "failures": tally.failures, "error": error}
+    return {"total": prepared.total, "passed": tally.passed(), "failures": tally.failures, "error": error}
 
 
 def ends_script(exc: BaseException) -> bool:
@@ -152,27 +134,25 @@ def ends_script(exc: BaseException) -> bool:
     return type(exc) is SystemExit and exc.code in (None, 0)
 
 
-def judge_test_module(job: dict, session: Session, tree: ast.Module, kinds: dict) -> dict:
+def judge_test_module(job: dict, session: Session, prepared: Prepared, kinds: dict) -> dict:
     """pytest-style and unittest test modules (formats_modules.py): each test function or method counts.
 
     The solution's module (`solution` unless the job says otherwise) is the candidate: `from solution import f` binds
     a proxy of its `f`, as `import solution` binds one of the module; `import pytest` binds the stand-in."""
     module = job.get("module") or "solution"
-    tree = ast.fix_missing_locations(ImportRewriter(module).visit(tree))
-    referenced, as_module = names_used(tree)
+    referenced, as_module = prepared.names
     tally = UnitTally(lambda exc: reference_fault(exc, session), lambda: session.gone)
     try:
         namespace = bind_candidate(session, kinds, referenced, as_module)
         bind_solution_module(namespace, session, kinds, module, (referenced, as_module))
-        tree = with_live_names(tree, candidate_values(kinds))
-        exec(compile(tree, TEST_FILE, "exec"), namespace)
+        exec(prepared.code_for(candidate_values(kinds)), namespace)
     except UnsupportedTest as exc:
         return {"unusable": str(exc)}
     except (Exception, CandidateGone, SystemExit) as exc:  # pytest fails every test of a module that does not load
         fault = None if isinstance(exc, CandidateGone) else reference_fault(exc, session)
         if fault:
             return {"unusable": fault}
-        return {"total": count_tests(tree), "passed": 0, "error": f"candidate_error: {describe(exc)}"}
+        return {"total": count_tests(prepared.tree()), "passed": 0, "error": f"candidate_error: {describe(exc)}"}
     try:
         run_test_module(namespace, tally, TEST_FILE)
     except UnsupportedTest as exc:

@@ -36,6 +36,10 @@ MAX_MESSAGE_BYTES = 1 << 26
 # that a test passing a 100 MiB list does not fail a correct candidate; the candidate's address space bounds it anyway.
 MAX_REQUEST_BYTES = 1 << 30
 _SMALL_INT = 1 << 62
+# What the verifier sends the judge's zygote of each job's test, so that it prepares the test once for the children it
+# forks next (judge_prepared.py): the dataset's fields a test's preparation depends on, as JSON of at most this size.
+TEST_KEY_FIELDS = ("test", "format", "entry_point", "check_name", "module")
+MAX_TEST_NOTE_BYTES = 1 << 16
 
 
 def roomy(function, *args):
