@@ -143,20 +143,34 @@ def evaluate_prompts(
     greedy: bool = False,
     prompt_column: str = "prompt",
     progress: Callable[[int], Any] | None = None,
+    prompts_per_call: int = 1,
 ) -> list[PromptResult]:
-    """The figures of `rows[i]` for each i of `indices` (the rows this process evaluates); `progress(1)` per prompt."""
+    """The figures of `rows[i]` for each i of `indices` (the rows this process evaluates); `progress(1)` per prompt.
+    `prompts_per_call` consecutive indices are sampled together (`draw`)."""
     check_settings(num_samples, ks)
+    if prompts_per_call < 1:
+        raise ValueError(f"prompts_per_call={prompts_per_call} must be >= 1.")
     if not verifiers:
         raise ValueError("evaluation needs at least one verifier.")
     out = []
-    for index in indices:
-        row = rows[index]
-        completions = sampler(index, row[prompt_column], num_samples, False)
-        greedy_completion = sampler(index, row[prompt_column], 1, True)[0] if greedy else None
-        out.append(score_prompt(index, list(completions), row, verifiers, ks, greedy_completion))
-        if progress is not None:
-            progress(1)
+    for start in range(0, len(indices), prompts_per_call):
+        chunk = list(indices[start : start + prompts_per_call])
+        samples = draw(sampler, [(i, rows[i][prompt_column]) for i in chunk], num_samples, False)
+        greedy_samples = draw(sampler, [(i, rows[i][prompt_column]) for i in chunk], 1, True) if greedy else None
+        for position, index in enumerate(chunk):
+            greedy_completion = greedy_samples[position][0] if greedy_samples else None
+            out.append(score_prompt(index, list(samples[position]), rows[index], verifiers, ks, greedy_completion))
+            if progress is not None:
+                progress(1)
     return out
+
+
+def draw(sampler: Sampler, items: list[tuple[int, Any]], n: int, greedy: bool) -> list[list[str]]:
+    """n completions of each (row index, prompt): in one call where the sampler has `sample_many`, else one call a
+    prompt."""
+    if len(items) > 1 and hasattr(sampler, "sample_many"):
+        return sampler.sample_many(items, n, greedy)
+    return [sampler(index, prompt, n, greedy) for index, prompt in items]
 
 
 def summarize(results: Sequence[PromptResult], ks: Sequence[int], seed: int = 0) -> dict:

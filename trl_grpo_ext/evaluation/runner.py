@@ -1,6 +1,7 @@
 """Evaluating a dataset, alone or under `accelerate launch`, and writing the results.
 
-Prompts are dealt to processes round-robin (row i to process i mod P), each evaluates its own, and one
+Prompts are dealt to processes round-robin (row i to process i mod P; with `prompts_per_call` C, chunk c of C
+consecutive rows to process c mod P, so that the rows sampled together are the same for any P), each evaluates its own, and one
 `all_gather_object` brings every result to every process; the gathered results are checked to hold each row exactly
 once, whatever the row count and the process count. Only the main process writes files.
 """
@@ -24,9 +25,14 @@ def process_rank() -> tuple[int, int]:
     return 0, 1
 
 
-def shard(num_rows: int, rank: int, world_size: int) -> list[int]:
-    """The rows process `rank` evaluates: rank, rank + P, rank + 2P, ..."""
-    return list(range(rank, num_rows, world_size))
+def shard(num_rows: int, rank: int, world_size: int, chunk: int = 1) -> list[int]:
+    """The rows process `rank` evaluates: those of chunks rank, rank + P, rank + 2P, ... (chunk c: rows c*C to
+    c*C + C - 1)."""
+    return [
+        row
+        for start in range(rank * chunk, num_rows, world_size * chunk)
+        for row in range(start, min(start + chunk, num_rows))
+    ]
 
 
 def gather_once(local: list[PromptResult], num_rows: int) -> list[PromptResult]:
@@ -54,15 +60,17 @@ def evaluate_dataset(
     seed: int = 0,
     show_progress: bool = True,
     prompt_column: str = "prompt",
+    prompts_per_call: int = 1,
 ) -> tuple[list[PromptResult], dict]:
-    """(per-prompt results in row order, summary), the same on every process."""
+    """(per-prompt results in row order, summary), the same on every process. `prompts_per_call`: prompts sampled
+    in one generate call (`TransformersSampler.sample_many`)."""
     from tqdm.auto import tqdm
 
     rank, world_size = process_rank()
-    mine = shard(len(rows), rank, world_size)
+    mine = shard(len(rows), rank, world_size, prompts_per_call)
     with tqdm(total=len(mine), desc="evaluate", unit="prompt", disable=not show_progress or rank != 0) as bar:
         local = evaluate_prompts(
-            rows, mine, sampler, verifiers, num_samples, ks, greedy, prompt_column, progress=bar.update
+            rows, mine, sampler, verifiers, num_samples, ks, greedy, prompt_column, bar.update, prompts_per_call
         )
     results = gather_once(local, len(rows))
     return results, {**summarize(results, ks, seed), "processes": world_size}
