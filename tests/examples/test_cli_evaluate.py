@@ -106,18 +106,51 @@ def test_builtin_task_needs_a_model(capsys):
     assert "pass --model" in capsys.readouterr().err
 
 
+def test_max_prompts_takes_consecutive_rows_from_an_offset_or_a_seeded_subset(tmp_path, tiny_model_dir):
+    import random
+
+    from trl_grpo_ext.compare import Task
+    from trl_grpo_ext.datasets import arithmetic_split
+    from trl_grpo_ext.evaluation.tasks import load_eval_rows
+
+    held_out = arithmetic_split("held_out")
+    assert load_eval_rows(Task(), "held_out", 4, offset=20)[1] == held_out[20:22]
+    subset = load_eval_rows(Task(), "held_out", 4, subset_seed=1)[1]
+    assert subset == [held_out[i] for i in sorted(random.Random(1).sample(range(22), 4))]
+    assert subset != load_eval_rows(Task(), "held_out", 4, subset_seed=2)[1]
+    args = ["evaluate", "--model", tiny_model_dir, "--num_samples", "1", "--max_completion_length", "1", "--no_progress",
+            "--max_prompts", "4", "--prompt_subset_seed", "1", "--prompts_per_call", "3", "--threads", "1"]  # fmt: skip
+    assert main([*args, "--output_dir", str(tmp_path / "out")]) == 0
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["n_prompts"] == 4
+
+
+@pytest.mark.parametrize(
+    "extra, message",
+    [
+        (["--prompt_offset", "3"], "give --max_prompts N with them"),
+        (["--max_prompts", "2", "--prompt_offset", "1", "--prompt_subset_seed", "0"], "give one of them, not both"),
+        (["--prompts_per_call", "0"], "--prompts_per_call 0: must be >= 1"),
+    ],
+)
+def test_bad_row_choices_fail_before_loading_anything(extra, message, capsys, tiny_model_dir):
+    assert main(["evaluate", "--model", tiny_model_dir, *extra]) == 2
+    assert message in capsys.readouterr().err
+
+
 @pytest.mark.slow
-def test_two_processes_write_the_per_prompt_file_of_one(tmp_path, tiny_model_dir):
-    # 5 held-out prompts on 2 processes: the count does not divide, so a dropped or repeated row would show.
+@pytest.mark.parametrize("prompts_per_call, port", [(1, 29531), (2, 29532)])
+def test_two_processes_write_the_per_prompt_file_of_one(tmp_path, tiny_model_dir, prompts_per_call, port):
+    # 5 held-out prompts on 2 processes: the count does not divide, so a dropped or repeated row would show; sampled
+    # two prompts a call, the chunks dealt to processes are those one process samples together.
     common = ["evaluate", "--model", tiny_model_dir, "--num_samples", "3", "--max_prompts", "5", "--greedy",
-              "--max_completion_length", "2", "--no_progress"]  # fmt: skip
+              "--max_completion_length", "2", "--no_progress", "--prompts_per_call", str(prompts_per_call)]  # fmt: skip
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     one = subprocess.run([sys.executable, "-m", "trl_grpo_ext.cli", *common, "--output_dir", str(tmp_path / "one")],
                          env=env, capture_output=True, text=True, timeout=600)  # fmt: skip
     assert one.returncode == 0, one.stderr[-4000:]
     launch = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
               "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_port",
-              "29531", "-m", "trl_grpo_ext.cli", *common, "--output_dir", str(tmp_path / "two")]  # fmt: skip
+              str(port), "-m", "trl_grpo_ext.cli", *common, "--output_dir", str(tmp_path / "two")]  # fmt: skip
     two = subprocess.run(launch, env=env, capture_output=True, text=True, timeout=600)
     assert two.returncode == 0, two.stderr[-4000:]
     assert (tmp_path / "two" / "per_prompt.jsonl").read_text() == (tmp_path / "one" / "per_prompt.jsonl").read_text()

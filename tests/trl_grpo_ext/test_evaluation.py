@@ -206,3 +206,40 @@ def test_a_verifier_that_raises_gives_unscored_samples_not_a_crash():
         rows, [0], stub_sampler([2], 3, ["0"]), [EvalVerifier("broken", Broken(), "answer")], 3, [1]
     )
     assert (results[0].correct, results[0].unscored, results[0].pass_at[1]) == (0, 3, 0.0)
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3])
+@pytest.mark.parametrize("world_size", [1, 2, 3])
+def test_shards_deal_whole_chunks_and_cover_every_row_once(chunk, world_size):
+    from trl_grpo_ext.evaluation.runner import shard
+
+    shards = [shard(10, rank, world_size, chunk) for rank in range(world_size)]
+    assert sorted(row for rows in shards for row in rows) == list(range(10))
+    for rank, rows in enumerate(shards):
+        chunks = [rows[i : i + chunk] for i in range(0, len(rows), chunk)]
+        assert all(
+            c == list(range(c[0], min(c[0] + chunk, 10))) and (c[0] // chunk) % world_size == rank for c in chunks
+        )
+
+
+def test_prompts_per_call_samples_consecutive_rows_together_with_the_same_figures():
+    calls = []
+
+    class Recorder:
+        def __call__(self, index, prompt, n, greedy):
+            calls.append([index])
+            return ["1"] * n if index % 2 else ["0"] * n
+
+        def sample_many(self, items, n, greedy):
+            calls.append([i for i, _ in items])
+            return [self(i, p, n, greedy) for i, p in items][: len(items)]
+
+    rows = [{"prompt": f"q{i}", "answer": "1"} for i in range(5)]
+    verifiers = [EvalVerifier("math", get_verifier("math"), "answer")]
+    one = evaluate_prompts(rows, range(5), Recorder(), verifiers, 2, [1])
+    calls.clear()
+    together = evaluate_prompts(rows, range(5), Recorder(), verifiers, 2, [1], prompts_per_call=2)
+    assert [c for c in calls if len(c) > 1] == [[0, 1], [2, 3]]
+    assert [r.correct for r in together] == [r.correct for r in one] == [0, 2, 0, 2, 0]
+    with pytest.raises(ValueError, match="prompts_per_call=0"):
+        evaluate_prompts(rows, range(5), Recorder(), verifiers, 2, [1], prompts_per_call=0)

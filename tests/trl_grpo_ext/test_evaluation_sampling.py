@@ -48,3 +48,27 @@ def test_greedy_is_the_argmax_continuation_and_conversations_use_the_chat_templa
     with torch.no_grad():
         expected = tokenizer.decode(model(ids["input_ids"]).logits[0, -1].argmax(), skip_special_tokens=True)
     assert sampler(0, chat, 1, True) == [expected]
+
+
+def test_prompts_sampled_together_get_their_own_greedy_continuations(tiny):
+    """Left padding with its attention mask: each prompt of a shared call continues as it does alone."""
+    model, tokenizer = tiny
+    sampler = TransformersSampler(model, tokenizer, generation_settings({"max_completion_length": 5}), batch_size=8)
+    prompts = ["3+4=", "12+30=", [{"role": "user", "content": "9-5="}], "7="]
+    together = sampler.sample_many(list(enumerate(prompts)), 1, True)
+    assert together == [sampler(i, prompt, 1, True) for i, prompt in enumerate(prompts)]
+
+
+def test_prompts_sampled_together_are_seeded_by_their_first_row(tiny):
+    model, tokenizer = tiny
+    settings = generation_settings({"max_completion_length": 4})
+    sampler = TransformersSampler(model, tokenizer, settings, seed=3, batch_size=6)
+    items = [(10, "3+4="), (11, "1+1="), (12, "8-2=")]
+    first = sampler.sample_many(items, 3, False)
+    assert [len(samples) for samples in first] == [3, 3, 3]
+    assert sampler.sample_many(items, 3, False) == first
+    assert sampler.sample_many([(20, text) for _, text in items], 3, False) != first
+    # n above batch_size: one prompt a call, its n samples never split
+    assert [
+        len(s) for s in TransformersSampler(model, tokenizer, settings, batch_size=2).sample_many(items, 3, False)
+    ] == [3] * 3

@@ -18,9 +18,14 @@ def held_out_split(task: Task) -> str | None:
     return "held_out" if task.dataset_name is None else None
 
 
-def load_eval_rows(task: Task, split: str, max_prompts: int | None = None) -> tuple[Any, list[dict]]:
-    """(the split's rows as stored, the same rows as {"prompt": ..., <reference column>: ...}), the first
-    `max_prompts` rows only when given. The prompts are built as training builds them (system prompt, chat)."""
+def load_eval_rows(
+    task: Task, split: str, max_prompts: int | None = None, offset: int = 0, subset_seed: int | None = None
+) -> tuple[Any, list[dict]]:
+    """(the split's rows as stored, the same rows as {"prompt": ..., <reference column>: ...}). With `max_prompts`:
+    that many rows only, from row `offset` on, or, with `subset_seed`, drawn at random with that seed (kept in the
+    split's order). The prompts are built as training builds them (system prompt, chat)."""
+    import random
+
     from datasets import Dataset
 
     from trl_grpo_ext.compare.worker import as_prompt_dataset, load_raw_dataset
@@ -28,14 +33,22 @@ def load_eval_rows(task: Task, split: str, max_prompts: int | None = None) -> tu
 
     if max_prompts is not None and max_prompts < 1:
         raise ValueError(f"--max_prompts {max_prompts}: must be >= 1.")
+    if offset < 0:
+        raise ValueError(f"--prompt_offset {offset}: must be >= 0.")
+    if max_prompts is None and (offset or subset_seed is not None):
+        raise ValueError("--prompt_offset and --prompt_subset_seed choose among rows: give --max_prompts N with them.")
+    if offset and subset_seed is not None:
+        raise ValueError("--prompt_offset and --prompt_subset_seed: give one of them, not both.")
     builtin = task.dataset_name is None and task.eval_dataset is None
     if builtin:
         raw = Dataset.from_list(arithmetic_split(split))
     else:
         source = dataclasses.replace(task, dataset_name=task.eval_dataset or task.dataset_name)
         raw = load_raw_dataset(source, split)
-    if max_prompts is not None:
-        raw = raw.select(range(min(max_prompts, len(raw))))
+    if subset_seed is not None:
+        raw = raw.select(sorted(random.Random(subset_seed).sample(range(len(raw)), min(max_prompts, len(raw)))))
+    elif max_prompts is not None:
+        raw = raw.select(range(min(offset, len(raw)), min(offset + max_prompts, len(raw))))
     if len(raw) == 0:
         raise ValueError(f"split {split!r} of the task's dataset has no rows to evaluate.")
     return raw, (raw if builtin else as_prompt_dataset(raw, task)).to_list()
