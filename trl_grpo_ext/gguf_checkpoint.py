@@ -142,16 +142,18 @@ def convert_gguf(gguf_path: str | os.PathLike, output_dir: str | os.PathLike) ->
     output_dir = Path(output_dir)
     model, tokenizer, loaded = plain_model_from_gguf(gguf_path)
     tmp = output_dir.with_name(output_dir.name + f".tmp{os.getpid()}")
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    reloaded = AutoModelForCausalLM.from_pretrained(tmp).eval()
-    difference = max_logit_difference(loaded, reloaded, tokenizer)
-    if difference != 0.0:
+    try:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        reloaded = AutoModelForCausalLM.from_pretrained(tmp).eval()
+        difference = max_logit_difference(loaded, reloaded, tokenizer)
+        if difference != 0.0:
+            raise RuntimeError(f"the converted model's logits differ from the GGUF-loaded model's by {difference:g}.")
+        if output_dir.exists():
+            shutil.rmtree(output_dir)
+        os.replace(tmp, output_dir)
+    finally:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise RuntimeError(f"the converted model's logits differ from the GGUF-loaded model's by {difference:g}.")
-    if output_dir.exists():
-        shutil.rmtree(output_dir)
-    os.replace(tmp, output_dir)
     return output_dir
 
 
