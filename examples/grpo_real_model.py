@@ -189,6 +189,7 @@ def write_task(args, model_path: str) -> int:
         "reward_verifiers": ["math"], "reference_column": "answer", "max_completion_length": args.max_completion_length,
         "temperature": 1.0, "beta": 0.0, "learning_rate": args.learning_rate, "lr_scheduler_type": "constant",
         "num_generations": args.num_generations, "gradient_checkpointing": False, "eval_num_samples": args.eval_samples,
+        "eval_prompts_per_call": PROMPTS_PER_CALL,
     }  # fmt: skip
     (out / "task.yaml").write_text(yaml.safe_dump(task, sort_keys=False))
     print(f"Task: {out / 'task.yaml'} (train {len(splits['train'])} rows, held_out {len(splits['held_out'])} rows)")

@@ -50,7 +50,9 @@ def script_parser(doc: str, script: str, dataclass_types: tuple, tiny_defaults: 
         "--config FILE: a YAML file whose keys are any of the flags below (see examples/configs/);",
     ]
     lines += ["    flags given on the command line override the file's values."]
-    lines += ["--threads N: torch CPU threads per process (default: the CPUs divided by the processes on this machine)."]
+    lines += [
+        "--threads N: torch CPU threads per process (default: the CPUs divided by the processes on this machine)."
+    ]
     lines += ["", "The extension's flags (GRPOExtConfig; at their defaults the trainer computes what stock TRL does):"]
     lines += describe_fields(extension)
     if script_fields:

@@ -117,3 +117,15 @@ def test_a_few_grpo_steps_on_smollm2(tmp_path):
     assert run["steps"] == 2 and all(0.0 <= row["reward"] <= 1.0 for row in run["log"])
     assert result["before"]["n_prompts"] == 8 and result["before"]["n_samples"] == 4
     assert "gain pass@1 (paired)" in (out / "table.md").read_text()
+
+
+def test_generation_speed_benchmark_prints_every_setting(tiny_model_dir):
+    completed = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "generation_speed.py"), "--model", tiny_model_dir,
+         "--rounds", "1", "--prompts", "9"],
+        capture_output=True, text=True, timeout=300, cwd=REPO,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    rows = [line for line in completed.stdout.splitlines() if line.startswith("| 1 |") or line.startswith("| 2 |")]
+    assert len(rows) == 4 and "x1.00 (x1.00 - x1.00)" in rows[0]
+    assert "9 prompts x 8 samples" in completed.stdout

@@ -48,9 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="With --max_prompts: a random subset of N rows drawn with this seed, in the split's order, instead of "
         "N consecutive rows.",
     )
-    parser.add_argument(
-        "--batch_size", type=int, default=64, help="Most sequences per generate call (default 64)."
-    )
+    parser.add_argument("--batch_size", type=int, default=64, help="Most sequences per generate call (default 64).")
     parser.add_argument(
         "--prompts_per_call",
         type=int,

@@ -30,8 +30,9 @@ def evaluate_held_out(trainer, task: Task, run: RunSpec, rewards: list, path: Pa
     ]
     ks = sorted(set(task.eval_k))
     results, summary = evaluate_dataset(
-        rows, sampler, verifiers, task.eval_num_samples, ks, seed=run.seed, show_progress=False
-    )
+        rows, sampler, verifiers, task.eval_num_samples, ks, seed=run.seed, show_progress=False,
+        prompts_per_call=task.eval_prompts_per_call,
+    )  # fmt: skip
     if trainer.accelerator.is_main_process:
         payload = {"split": split, "summary": summary, "per_prompt": [r.to_json() for r in results]}
         path.write_text(json.dumps(payload) + "\n")

@@ -57,6 +57,7 @@ class Task:
     eval_num_samples: int = 8  # completions per held-out prompt, at the runs' own generation settings
     eval_k: list[int] = field(default_factory=lambda: [1])  # k of the reported pass@k (and maj@k for k > 1)
     eval_max_prompts: int | None = None  # the split's first N rows only
+    eval_prompts_per_call: int = 1  # held-out prompts sampled in one generate call (`evaluate --prompts_per_call`)
 
     @property
     def builtin(self) -> bool:
@@ -249,6 +250,12 @@ def validate_task(task: Task) -> None:
             f"eval_k={task.eval_k} with eval_num_samples={task.eval_num_samples}: each k must lie between 1 and "
             "eval_num_samples (the completions drawn per held-out prompt)."
         )
+    if (
+        isinstance(task.eval_prompts_per_call, bool)
+        or not isinstance(task.eval_prompts_per_call, int)
+        or task.eval_prompts_per_call < 1
+    ):
+        raise ValueError(f"eval_prompts_per_call={task.eval_prompts_per_call!r}: must be an integer >= 1.")
     valid = list_verifiers()
     unknown = [name for name in task.reward_verifiers if name not in valid]
     if unknown or not task.reward_verifiers:
