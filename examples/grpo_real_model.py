@@ -81,12 +81,15 @@ def evaluate(model, tokenizer, rows: list[dict], args, samples: int, ks: list[in
     sampler = TransformersSampler(model.eval(), tokenizer, settings, seed=0, batch_size=samples * PROMPTS_PER_CALL)
     verifier = get_verifier("math")
     try:
-        return evaluate_dataset(
+        results, summary = evaluate_dataset(
             rows, sampler, [EvalVerifier("math", verifier, "answer")], samples, ks, greedy=True,
             show_progress=False, prompts_per_call=PROMPTS_PER_CALL,
         )  # fmt: skip
     finally:
         verifier.close()
+    summary["ended"] = sampler.ended / sampler.completions  # the rest were cut off at max_completion_length
+    summary["greedy_examples"] = [sampler(i, rows[i]["prompt"], 1, True)[0] for i in range(min(3, len(rows)))]
+    return results, summary
 
 
 def training_prompts(model, tokenizer, args) -> tuple[list[dict], dict]:
@@ -246,7 +249,10 @@ def fmt(stat: dict, signed: bool = False) -> str:
 
 def describe(summary: dict) -> str:
     keys = [k for k in summary if k.startswith("pass@")] + ["greedy"]
-    return ", ".join(f"{k} {fmt(summary[k])}" for k in keys)
+    figures = ", ".join(f"{k} {fmt(summary[k])}" for k in keys)
+    return f"{figures}; {summary['ended']:.0%} of completions ended before the length limit; greedy: " + " | ".join(
+        repr(text) for text in summary["greedy_examples"]
+    )
 
 
 def table(before: dict, runs: list[dict], args) -> str:
@@ -256,14 +262,17 @@ def table(before: dict, runs: list[dict], args) -> str:
     keys = [k for k in before if k.startswith("pass@")] + ["greedy"]
     lines = [
         f"Held-out: {before['n_prompts']} problems x {args.eval_samples} samples; 95% bootstrap intervals over problems.",
-        "| run | " + " | ".join(keys) + " | gain pass@1 (paired) | train reward first -> last 5 steps |",
-        "|---" * (len(keys) + 3) + "|",
-        "| before | " + " | ".join(fmt(before[k]) for k in keys) + " | | |",
+        "| run | " + " | ".join(keys) + " | ended | gain pass@1 (paired) | train reward first -> last 5 steps |",
+        "|---" * (len(keys) + 4) + "|",
+        "| before | " + " | ".join(fmt(before[k]) for k in keys) + f" | {before['ended']:.2f} | | |",
     ]
     for run in runs:
         cells = " | ".join(fmt(run["after"][k]) for k in keys)
-        lines.append(f"| seed {run['seed']} | {cells} | {fmt(run['gain_pass@1'], True)} | "
+        lines.append(f"| seed {run['seed']} | {cells} | {run['after']['ended']:.2f} | {fmt(run['gain_pass@1'], True)} | "
                      f"{run['reward_first']:.2f} -> {run['reward_last']:.2f} |")  # fmt: skip
+    lines.append(
+        "ended: share of completions that ended with the end token before the length limit (the rest were cut off)."
+    )
     if len(runs) > 1:
         gains = mean_ci([run["gain_pass@1"]["mean"] for run in runs])
         lines.append(f"\nGain in held-out pass@1 over {len(runs)} seeds: {fmt(gains, True)} (95% Student t interval).")

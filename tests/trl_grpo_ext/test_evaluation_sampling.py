@@ -72,3 +72,12 @@ def test_prompts_sampled_together_are_seeded_by_their_first_row(tiny):
     assert [
         len(s) for s in TransformersSampler(model, tokenizer, settings, batch_size=2).sample_many(items, 3, False)
     ] == [3] * 3
+
+
+def test_the_sampler_counts_completions_that_ended_before_the_length_limit(tiny):
+    model, tokenizer = tiny
+    sampler = TransformersSampler(model, tokenizer, generation_settings({"max_completion_length": 3}))
+    letter = tokenizer.convert_tokens_to_ids("a")
+    assert sampler._decode(torch.tensor([letter, tokenizer.eos_token_id, letter])) == "a"
+    assert sampler._decode(torch.tensor([letter, letter])) == "aa"
+    assert (sampler.completions, sampler.ended) == (2, 1)

@@ -53,6 +53,8 @@ class TransformersSampler:
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
         self.eos_ids = self._eos_ids()
+        # Completions decoded, and how many of them ended with an end-of-sequence token before the length limit.
+        self.completions = self.ended = 0
 
     def _eos_ids(self) -> list[int]:
         configured = getattr(self.model.generation_config, "eos_token_id", None)
@@ -133,8 +135,10 @@ class TransformersSampler:
 
     def _decode(self, completion_ids) -> str:
         tokens = completion_ids.tolist()
+        self.completions += 1
         for position, token in enumerate(tokens):
             if token in self.eos_ids:
                 tokens = tokens[:position]
+                self.ended += 1
                 break
         return self.tokenizer.decode(tokens, skip_special_tokens=True)
