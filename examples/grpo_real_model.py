@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -34,7 +33,6 @@ DEFAULTS = dict(
     max_steps=40,
     prompts_per_step=4,
     num_generations=8,
-    learning_rate=2e-5,
     max_completion_length=16,
     max_operand=12,
     eval_samples=8,
@@ -58,11 +56,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--model", default=None, help="Model folder or Hub name (default: SmolLM2-135M-Instruct).")
     parser.add_argument("--lora", action="store_true", help="Train LoRA adapters (rank 16) instead of every weight.")
-    parser.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1), help="torch CPU threads.")
+    parser.add_argument(
+        "--learning_rate", type=float, default=None, help="Default: 2e-5 for full fine-tuning, 2e-4 with --lora."
+    )
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch CPU threads (default: the CPUs this process may use)."
+    )
     parser.add_argument(
         "--write_task", metavar="DIR", help="Write the task (dataset folder and task.yaml for compare) and stop."
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.learning_rate is None:
+        args.learning_rate = 2e-4 if args.lora else 2e-5
+    return args
 
 
 def held_out_rows(args) -> list[dict]:
@@ -208,7 +214,9 @@ def main(argv: list[str] | None = None) -> int:
     from trl_grpo_ext.gguf_checkpoint import smollm2_path
 
     quiet_libraries()
-    torch.set_num_threads(args.threads)
+    from trl_grpo_ext.launch import default_threads
+
+    torch.set_num_threads(args.threads or default_threads())
     model_path = args.model or smollm2_path()
     if args.write_task:
         return write_task(args, model_path)

@@ -83,6 +83,18 @@ def test_pipeline_runs_end_to_end_on_the_tiny_model(tiny_model_dir, tmp_path):
     assert "| before |" in table and "| seed 1 |" in table and "Gain in held-out pass@1 over 2 seeds" in table
 
 
+def test_lora_training_merges_into_a_model_that_evaluates(tiny_model_dir, tmp_path):
+    out = tmp_path / "run"
+    completed = run_script(
+        "--model", tiny_model_dir, "--lora", "--max_steps", "1", "--pool", "4", "--filter_samples", "2",
+        "--keep_pass_rate", "0,1", "--eval_samples", "2", "--held_out_limit", "2", "--max_completion_length", "2",
+        "--output_dir", str(out), "--threads", "1", timeout=300,
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    result = json.loads((out / "results.json").read_text())
+    assert result["args"]["learning_rate"] == 2e-4 and result["runs"][0]["steps"] == 1
+
+
 def test_write_task_gives_a_task_file_that_compare_and_evaluate_read(tiny_model_dir, tmp_path):
     from trl_grpo_ext.compare import load_task_file
     from trl_grpo_ext.compare.plan import validate_task
