@@ -158,3 +158,12 @@ def test_two_processes_write_the_per_prompt_file_of_one(tmp_path, tiny_model_dir
     summaries = [json.loads((tmp_path / run / "summary.json").read_text()) for run in ("one", "two")]
     assert (summaries[0].pop("processes"), summaries[1].pop("processes")) == (1, 2)
     assert summaries[0] == summaries[1]
+
+
+def test_a_gguf_file_as_the_model_says_how_to_convert_it(tmp_path, capsys):
+    assert main(["evaluate", "--model", str(tmp_path / "model.Q4_1.gguf")]) == 2
+    error = capsys.readouterr().err
+    assert "is a GGUF file" in error and "trl-grpo-ext prepare-model --gguf" in error
+    (tmp_path / "task.yaml").write_text(f"model_name_or_path: {tmp_path / 'm.gguf'}\n")
+    assert main(["evaluate", "--config", str(tmp_path / "task.yaml")]) == 2
+    assert "model_name_or_path=" in capsys.readouterr().err

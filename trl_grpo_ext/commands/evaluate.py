@@ -106,13 +106,14 @@ def parse_pass_rate(args: argparse.Namespace) -> tuple[float, float] | None:
 def load_task(args: argparse.Namespace):
     """(task, shared settings, split, model) from the arguments; ValueError on bad input."""
     from trl_grpo_ext.compare import Task, load_task_file
-    from trl_grpo_ext.compare.plan import TINY_SETTINGS, validate_task
+    from trl_grpo_ext.compare.plan import TINY_SETTINGS, check_not_gguf, validate_task
     from trl_grpo_ext.evaluation.tasks import held_out_split
 
     task, common = load_task_file(args.config) if args.config else (Task(), dict(TINY_SETTINGS))
     validate_task(task)
     split = args.split or held_out_split(task) or "test"
     model = args.model or task.model_name_or_path
+    check_not_gguf(args.model, "--model")
     if model is None:
         raise ValueError(
             "the built-in task has no trained model: pass --model, e.g. outputs/demo/model (saved by examples/demo.py)."

@@ -234,9 +234,22 @@ def import_verifier_modules(task: Task) -> None:
             importlib.import_module(name)
 
 
+def check_not_gguf(model: str | None, field_name: str) -> None:
+    """ValueError for a GGUF file given as a model: it loads, but neither trains nor saves, and its tokenizer needs
+    `gguf_file`; converted once, it is an ordinary folder."""
+    if model is not None and str(model).lower().endswith(".gguf"):
+        raise ValueError(
+            f"{field_name}={model!r} is a GGUF file, which does not train as loaded: convert it once with "
+            f"`trl-grpo-ext prepare-model --gguf {model} --output_dir DIR` and give DIR instead."
+        )
+
+
 def validate_task(task: Task) -> None:
-    """Raise ValueError for a reward verifier that is not registered once `verifier_imports` are imported."""
+    """Raise ValueError for a reward verifier that is not registered once `verifier_imports` are imported, bad
+    held-out settings, or a GGUF file as the model."""
     from trl_grpo_ext.verifiers import list_verifiers
+
+    check_not_gguf(task.model_name_or_path, "model_name_or_path")
 
     try:
         import_verifier_modules(task)
