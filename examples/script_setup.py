@@ -75,12 +75,38 @@ def parse_script_args(doc: str, script: str, dataclass_types: tuple, tiny_defaul
     TRL's defaults (which are sized for a Hub model on a GPU); any flag or YAML key still overrides them.
     """
     argv = set_threads(sys.argv[1:])
+    check_names(script, argv, dataclass_types)
     args = script_parser(doc, script, dataclass_types, tiny_defaults).parse_args_and_config(argv)
     if args[-1].model_name_or_path is None:
         parser = TrlParser(dataclass_types)
         parser.set_defaults(**tiny_defaults)
         args = parser.parse_args_and_config(argv)
     return args
+
+
+def check_names(script: str, argv: list[str], dataclass_types: tuple) -> None:
+    """Exit with one line naming an unknown flag or `--config` key and the closest valid one, before TRL's parser
+    fails on it with a traceback."""
+    import yaml
+
+    from trl_grpo_ext.registry import suggest
+
+    fields = {f.name for dtype in dataclass_types for f in dataclasses.fields(dtype)}
+    # TRL's parser adds --no_NAME for a boolean field whose default is True.
+    negations = {f"no_{f.name}" for dtype in dataclass_types for f in dataclasses.fields(dtype) if f.default is True}
+    names = [(arg[2:].split("=")[0].replace("-", "_"), "flag --") for arg in argv if arg.startswith("--")]
+    if "--config" in argv[:-1]:
+        path = argv[argv.index("--config") + 1]
+        try:
+            with open(path) as file:
+                keys = yaml.safe_load(file) or {}
+        except (OSError, yaml.YAMLError) as error:
+            raise SystemExit(f"{script}: error: --config {path}: {error}") from None
+        names += [(key, f"key in {path}: ") for key in keys]
+    for name, where in names:
+        if name not in fields and name not in ("config", "help") and name not in negations:
+            hint = suggest(name, sorted(fields))
+            raise SystemExit(f"{script}: error: unknown {where}{name}.{hint} `--help` lists every flag.")
 
 
 def set_threads(argv: list[str]) -> list[str]:

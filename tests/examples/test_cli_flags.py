@@ -44,3 +44,35 @@ def test_every_help_page_formats():
     assert "compare" in build_parser().format_help()
     for command in ("list", "memory", "compare"):
         assert subcommand(command).format_help().startswith(f"usage: trl-grpo-ext {command}")
+
+
+@pytest.mark.parametrize(
+    ("extra", "yaml_text", "expected"),
+    [
+        (
+            ["--advantage_estimater", "rloo"],
+            None,
+            "unknown flag --advantage_estimater. Did you mean 'advantage_estimator'?",
+        ),
+        (["--kl-estimatorr", "k2"], None, "unknown flag --kl_estimatorr. Did you mean 'kl_estimator'?"),
+        ([], "advantage_estimater: rloo\n", ": advantage_estimater. Did you mean 'advantage_estimator'?"),
+    ],
+)
+def test_an_unknown_example_flag_or_config_key_is_one_line_with_a_suggestion(extra, yaml_text, expected, tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if yaml_text is not None:
+        (tmp_path / "run.yaml").write_text(yaml_text)
+        extra = ["--config", str(tmp_path / "run.yaml")]
+    script = Path(__file__).resolve().parents[2] / "examples" / "grpo_math.py"
+    completed = subprocess.run(
+        [sys.executable, str(script), *extra, "--output_dir", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode != 0
+    assert expected in completed.stderr and "Traceback" not in completed.stderr
+    assert len(completed.stderr.strip().splitlines()) == 1
