@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sys
 
-from script_setup import script_parser  # examples/script_setup.py, next to this script
+from script_setup import check_names, script_parser, set_threads  # examples/script_setup.py, next to this script
 
 from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
 from trl_grpo_ext.datasets import arithmetic_dataset, arithmetic_format_warmup
@@ -80,16 +80,20 @@ def main(training_args: GRPOExtConfig) -> None:
     trainer.accelerator.print(f"Trained {steps} steps on {processes} process(es).")
     trainer.accelerator.print(f"Mean reward (first_digit) per logging step: {[round(r, 3) for _, r in logged]}")
     (first_step, first), (last_step, last) = logged[0], logged[-1]
-    trainer.accelerator.print(
-        f"Mean reward {first:.2f} (steps {max(1, first_step - every + 1)}-{first_step}) -> {last:.2f} "
-        f"(steps {max(1, last_step - every + 1)}-{last_step}); chance is 0.10."
-    )
+    first_window = f"{first:.2f} (steps {max(1, first_step - every + 1)}-{first_step})"
+    if len(logged) == 1:
+        summary = f"Mean reward {first_window}: one logging window, no trend (lower --logging_steps {every})"
+    else:
+        summary = f"Mean reward {first_window} -> {last:.2f} (steps {max(1, last_step - every + 1)}-{last_step})"
+    trainer.accelerator.print(f"{summary}; chance is 0.10.")
     end_training(trainer)
 
 
 if __name__ == "__main__":
     parser = script_parser(__doc__, "custom_verifier.py", (GRPOExtConfig,))
     parser.set_defaults(**DEFAULTS)
-    (args,) = parser.parse_args_and_config()
+    argv = set_threads(sys.argv[1:])
+    check_names("custom_verifier.py", argv, (GRPOExtConfig,))
+    (args,) = parser.parse_args_and_config(argv)
     main(args)
     sys.exit(0)

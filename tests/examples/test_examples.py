@@ -175,3 +175,13 @@ def test_no_folder_of_examples_shadows_an_importable_module():
     assert "accelerate_configs" in folders
     shadowing = [name for name in folders if importlib.util.find_spec(name) is not None]
     assert shadowing == [], f"examples/{shadowing} shadow installed modules of the same name"
+
+
+def test_custom_verifier_short_run_says_it_has_no_trend(tmp_path):
+    command = [sys.executable, str(EXAMPLES / "custom_verifier.py"), "--output_dir", str(tmp_path / "out")]
+    command += ["--max_steps", "10", "--threads", "1"]
+    env = {**os.environ, "TRL_GRPO_EXT_CACHE": str(tmp_path / "cache")}
+    result = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-5000:]
+    assert re.search(r"^Mean reward [0-9.]+ \(steps 1-10\): one logging window, no trend", result.stdout, re.M)
+    assert " -> " not in result.stdout.splitlines()[-1]
