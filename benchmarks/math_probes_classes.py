@@ -4,6 +4,9 @@ Written for issue 19 ("the math reward pays only what it can stand behind"), one
 positive that a held-back set found (and one of misses a careful grader would pay). Unlike `math_probes.py`, the
 prediction is a whole completion (boxed, or prose for the hedges), used as is. `tests/verifiers/math/test_probes.py`
 checks every verdict; `benchmarks/math_verifier.py --probes` prints them next to math-verify's.
+
+Issue 32's closed-form rule turned five verdicts from paid to 0 (`not_simplified`): `7!!` for 105, `8!!` for 384,
+`\\cos(\\pi/3)` for 1/2, `\\operatorname{lcm}(4, 6)` for 12 and `\\gcd(12, 18)` for 6 leave an operation to perform.
 """
 
 from __future__ import annotations
@@ -43,14 +46,14 @@ _TABLE: dict[str, list[tuple[str, str, bool]]] = {
         (r"\boxed{7!!}", "7!", F),
         (r"\boxed{7!}", "7!!", F),
         (r"\boxed{(2n-1)!!}", "(2n-1)!", F),
-        (r"\boxed{7!!}", "105", T),
-        (r"\boxed{8!!}", "384", T),
+        (r"\boxed{7!!}", "105", F),
+        (r"\boxed{8!!}", "384", F),
         (r"\boxed{n!}", "n!", T),
         (r"\boxed{\sin\left(2x\right)}", r"\sin 2x", T),
         (r"\boxed{\sin\left(x\right)}", r"\sin 2x", F),
         (r"\boxed{\ln\left(x+1\right)}", r"\ln(x+1)", T),
         (r"\boxed{\ln\left(x\right)+1}", r"\ln(x+1)", F),
-        (r"\boxed{\cos\left(\frac{\pi}{3}\right)}", r"\frac{1}{2}", T),
+        (r"\boxed{\cos\left(\frac{\pi}{3}\right)}", r"\frac{1}{2}", F),
     ],
     "hedges in any form": [
         ("The answer is (A) or (C).", "A", F),
@@ -136,8 +139,8 @@ _TABLE: dict[str, list[tuple[str, str, bool]]] = {
         (r"\boxed{(-\infty, 1) \cup (1, \infty)}", r"x \ne 1", T),
         (r"\boxed{[1, 2] \cup [2, 3]}", "[1, 3]", T),
         (r"\boxed{\{x \mid x > 2\}}", r"(2, \infty)", T),
-        (r"\boxed{\operatorname{lcm}(4, 6)}", "12", T),
-        (r"\boxed{\gcd(12, 18)}", "6", T),
+        (r"\boxed{\operatorname{lcm}(4, 6)}", "12", F),
+        (r"\boxed{\gcd(12, 18)}", "6", F),
         (r"\boxed{√2}", r"\sqrt{2}", T),
         (r"\boxed{e}", "2.718", T),
         (r"\boxed{e}", "2.71", F),

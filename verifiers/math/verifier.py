@@ -21,6 +21,7 @@ from ..core.contract import VerificationResult, Verifier, bad_completion, compar
 from ..core.deadline_pool import DeadlinePool, TaskOutcome
 from ..core.registry import register_verifier
 from .batch import BatchMemo
+from .closed_form import operation_left
 from .extract import extract_answer
 from .fast import degree_pairs, fast_compare, percent_pairs
 from .normalize import Normalized
@@ -95,7 +96,8 @@ class MathVerifier(Verifier):
     |a - b| <= max(rel_tol * max(|a|, |b|), abs_tol)); timeout_s (hard deadline per item); percent ("either": `10\\%`
     may be read as 10 or 0.1, "strip": as 10, "fraction": as 0.1); strip_units; n_workers (default: the usable CPU
     cores, divided among the training processes of the machine); memory_limit_mb (per worker); cache_mb (the verdict
-    cache's bound in MiB, default 64; 0: off).
+    cache's bound in MiB, default 64; 0: off); closed_form (default True: an answer with an operation left to
+    perform, `17 \\times 23` for 391 or `\\dbinom{16}{5}`, scores 0 with reason `not_simplified`; see `closed_form`).
     """
 
     def __init__(
@@ -108,6 +110,7 @@ class MathVerifier(Verifier):
         n_workers: int | None = None,
         memory_limit_mb: int | None = 4096,
         cache_mb: float = DEFAULT_CACHE_MB,
+        closed_form: bool = True,
     ):
         _check_positive("rel_tol", rel_tol, allow_zero=True)
         _check_positive("abs_tol", abs_tol, allow_zero=True)
@@ -117,7 +120,9 @@ class MathVerifier(Verifier):
         if n_workers is not None and (not isinstance(n_workers, int) or n_workers < 1):
             raise ValueError(f"math verifier option n_workers={n_workers!r} must be a positive integer or None.")
         self.rel_tol, self.abs_tol, self.timeout_s = float(rel_tol), float(abs_tol), float(timeout_s)
-        self.percent, self.strip_units = percent, strip_units
+        if not isinstance(closed_form, bool):
+            raise ValueError(f"math verifier option closed_form={closed_form!r} must be True or False.")
+        self.percent, self.strip_units, self.closed_form = percent, strip_units, closed_form
         self.n_workers, self.memory_limit_mb = n_workers, memory_limit_mb
         self.cache_mb = check_cache_mb("math", cache_mb)
         self._pool: DeadlinePool | None = None
@@ -130,7 +135,13 @@ class MathVerifier(Verifier):
             "math", RULES_VERSION, {"rel_tol": self.rel_tol, "abs_tol": self.abs_tol}, SYMPY_LIBRARIES
         )
         # Whole results by the two texts, in the same cache: every option that changes a result is in its namespace.
-        options = {"rel_tol": self.rel_tol, "abs_tol": self.abs_tol, "percent": percent, "strip_units": strip_units}
+        options = {
+            "rel_tol": self.rel_tol,
+            "abs_tol": self.abs_tol,
+            "percent": percent,
+            "strip_units": strip_units,
+            "closed_form": closed_form,
+        }
         self._memory = ResultMemory(
             self._verdicts, verdict_namespace("math-results", RULES_VERSION, options, SYMPY_LIBRARIES)
         )
@@ -302,7 +313,8 @@ class MathVerifier(Verifier):
         if normalized is not None:
             details["normalized"] = normalized
         if isinstance(verdict, str):  # one answer, or every box of a hedge: each must be the reference
-            return VerificationResult(0.0, verdict if len(candidates) == 1 else "hedge", shown, details)
+            reason = verdict if len(candidates) == 1 or verdict.startswith("not_simplified") else "hedge"
+            return VerificationResult(0.0, reason, shown, details)
         if verdict is True:
             return VerificationResult(1.0, "correct", shown, details)
         return _Pending(index, verdict, shown, details)
@@ -316,6 +328,11 @@ class MathVerifier(Verifier):
         for pred_norm in pred_norms:
             if pred_norm.invalid or not pred_norm.text:
                 return pred_norm.invalid or "no_answer", normalized
+        if self.closed_form:  # one candidate in closed form is enough: `\boxed{1000}` (or `10^3`)
+            left = [operation_left(p.text, ref_norm.text, not (p.degrees or ref_norm.degrees)) for p in pred_norms]
+            if all(left):
+                return f"not_simplified: {left[0]}", (pred_norms[0].text, ref_norm.text)
+        for pred_norm in pred_norms:
             normalized = normalized or (pred_norm.text, ref_norm.text)
             judged = self._judge(pred_norm, ref_norm)
             if isinstance(judged, str):

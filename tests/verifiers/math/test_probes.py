@@ -1,6 +1,9 @@
 """The `math` verifier on the hand-written probes of `benchmarks/math_probes.py` (issue 10) and
 `benchmarks/math_probes_classes.py` (issue 19): wrong answers a policy could learn to give score 0, the true
-identities score 1. Each set runs as one batch through one verifier."""
+identities score 1. Each set runs as one batch through one verifier.
+
+Issue 10's probes judge values (`5!` is 120, `\\log_2 8` is 3): they run with `closed_form=False`, and under the
+default closed-form rule each of their equal pairs must either pay or score `not_simplified`, never anything else."""
 
 from __future__ import annotations
 
@@ -15,14 +18,23 @@ CLASSES_MODULE = load_benchmark("math_probes_classes")
 CLASS_PROBES = CLASSES_MODULE.CLASS_PROBES
 
 
-@pytest.fixture(scope="module")
-def verdicts():
-    verifier = get_verifier("math", n_workers=2)
+def _probe_verdicts(**options):
+    verifier = get_verifier("math", n_workers=2, **options)
     try:
         results = verifier.verify_batch([rf"\boxed{{{p.pred}}}" for p in PROBES], [p.ref for p in PROBES])
     finally:
         verifier.close()
     return {(p.pred, p.ref): result for p, result in zip(PROBES, results)}
+
+
+@pytest.fixture(scope="module")
+def verdicts():
+    return _probe_verdicts(closed_form=False)
+
+
+@pytest.fixture(scope="module")
+def closed_form_verdicts():
+    return _probe_verdicts()
 
 
 @pytest.fixture(scope="module")
@@ -71,3 +83,17 @@ def test_probe(probe, verdicts):
         assert result.reason == "correct", (probe.category, result.reason)
     else:
         assert not result.reason.startswith(NOT_A_VERDICT), (probe.category, result.reason, result.details)
+
+
+def test_value_probes_under_the_closed_form_rule(closed_form_verdicts):
+    """By default no wrong probe pays, and an equal one pays unless it leaves an operation to perform."""
+    left_to_perform = []
+    for probe in PROBES:
+        result = closed_form_verdicts[(probe.pred, probe.ref)]
+        if not probe.equal:
+            assert result.score == 0.0, (probe, result.reason)
+        elif result.score != 1.0:
+            assert result.reason.startswith("not_simplified"), (probe, result.reason)
+            left_to_perform.append(probe.pred)
+    assert r"\log_2 8" in left_to_perform and "5!" in left_to_perform
+    assert r"\sin^2 x + \cos^2 x" not in left_to_perform  # an identity in a variable is a closed form
