@@ -1,7 +1,8 @@
 """Whether two sympy values (numbers, expressions, matrices) are equal; used for leaves and for relations.
 
 - Numbers follow `numbers`: exact numbers exactly (an exact difference, or one evaluated by sympy at `DIGITS`
-  digits that is not zero), decimals at the precision they are written to.
+  digits that is not zero), decimals at the precision they are written to. Against a decimal reference, a value
+  sympy does not reduce to a fraction (`\\pi`, `\\sqrt{2}`) counts, like `1/3`, as one whose decimals never end.
 - Expressions: symbols are real. The cheap symbolic proof comes first (the difference, rebuilt with real symbols,
   is 0 on construction); then both sides are evaluated at the random points of `points` and at the refuting
   points of `refute`, each in its real domain. Where both are defined they must agree, and their difference must
@@ -23,7 +24,7 @@ from sympy import MatrixBase
 from sympy.core.evalf import PrecisionExhausted
 from sympy.core.function import AppliedUndef
 
-from .numbers import Tolerance, written_precision
+from .numbers import Precision, Tolerance, never_ends, written_precision
 from .points import DIGITS, Unevaluable, difference_is_real, sample_values, values_agree
 
 MAX_CANCELLATION_DIGITS = 400  # an exact difference indistinguishable from 0 at this many digits counts as 0
@@ -50,7 +51,13 @@ def expressions_equal(
         pred_text = pred_text or _float_text(pred)
         ref_text = ref_text or _float_text(ref)
         pred, ref = (_real_roots(rebuilt(exact(side))) for side in (pred, ref))
-        precision = written_precision(pred_text, ref_text, ref_exact, ref_integer=ref.is_Integer is True)
+        precision = written_precision(
+            pred_text,
+            ref_text,
+            ref_exact,
+            ref_integer=ref.is_Integer is True,
+            pred_never_ends=not ref_exact and _never_ends(pred),  # asked only against a decimal reference
+        )
         return _constants_equal(pred, ref, tol, precision)
     return _functions_equal(exact(pred), exact(ref))
 
@@ -98,14 +105,24 @@ def _float_text(expr: sympy.Basic) -> str | None:
     return mantissa + (f"e{exponent}" if exponent else "")
 
 
-def _constants_equal(pred: sympy.Expr, ref: sympy.Expr, tol: Tolerance, precision: Fraction | None) -> bool:
-    """Exactly equal, or within `precision` (the written precision of a decimal) or the user's tolerance."""
+def _never_ends(value: sympy.Expr) -> bool:
+    """Whether an exact real constant has a decimal expansion that does not end: a fraction by `numbers.never_ends`,
+    and any value sympy does not show to be a fraction (`\\pi`, `\\sqrt{2}`, `\\log_2 9`). Decimals inside the value
+    were made exact by `exact` before: `0.1\\pi` is `\\pi/10`, `0.5 + 0.04` is `27/50`."""
+    if value.is_Rational:
+        return never_ends(Fraction(value.p, value.q))
+    return value.is_rational is not True and not value.has(sympy.I, sympy.Float)
+
+
+def _constants_equal(pred: sympy.Expr, ref: sympy.Expr, tol: Tolerance, precision: Precision | None) -> bool:
+    """Exactly equal, or within `precision` (that of a written decimal, `numbers.written_precision`) or the user's
+    tolerance."""
     difference = pred - ref
     if difference == 0:
         return True
     if difference.is_Rational:
         size = abs(Fraction(difference.p, difference.q))
-        return (precision is not None and size <= precision) or _tolerated(pred, ref, tol)
+        return (precision is not None and precision.admits(size)) or _tolerated(pred, ref, tol)
     try:  # strict: raises when the difference cannot be told from 0 even at MAX_CANCELLATION_DIGITS digits
         size = sympy.Abs(difference.evalf(DIGITS, strict=True, maxn=MAX_CANCELLATION_DIGITS)).evalf(DIGITS)
     except PrecisionExhausted:
@@ -114,7 +131,7 @@ def _constants_equal(pred: sympy.Expr, ref: sympy.Expr, tol: Tolerance, precisio
         return False
     if not size.is_Number:
         return False
-    if precision is not None and size <= sympy.Rational(precision.numerator, precision.denominator):
+    if precision is not None and precision.admits(size):
         return True
     return _tolerated(pred, ref, tol)
 

@@ -1,10 +1,24 @@
-"""How exactly two numbers must agree: exactly, or at the precision a decimal is written to. Pure Python (no sympy),
-so the verifier's fast path in the caller's process and the sympy comparison in the workers apply the same rule.
+"""How exactly two numbers must agree: exactly, or, where one side is a decimal, at the precision it is written to.
+Pure Python (no sympy), so the verifier's fast path in the caller's process and the sympy comparison in the workers
+apply the same rule.
 
 - An exact number (integer of any size, fraction, and in `expressions` surds and expressions in pi or e) is
   compared exactly: `2.0001` is not `2`, `10^{20}+1` is not `10^{20}`, `2^{-60}` is not `0`.
-- A reference written as a decimal (`0.33`, `2.50`, `1.5e-3`, `6.02 \\times 10^{23}`; with a decimal point) accepts whatever lies within half a unit of its last
-  written digit: `0.33` accepts `1/3`, `0.333` and `0.325`, not `0.3` or `0.336`; `2.50` accepts [2.495, 2.505].
+- A reference written as a decimal (`0.33`, `2.50`, `1.5e-3`, `6.02 \\times 10^{23}`; with a decimal point) is paid
+  by an equal value (`0.50`, `1/2` for `0.5`). It cannot say whether it was rounded, so a different value is paid
+  only where "the reference is a rounding of it" is the likelier reading, and only strictly inside half a unit of
+  the reference's last written digit (the boundary, exactly half a unit away, never pays):
+  (a) an exact value whose decimal expansion does not end: a fraction whose reduced denominator has a prime factor
+      other than 2 and 5 (`1/3` for `0.33`, `1/7` for `0.1429`), or, in `expressions`, a value sympy does not
+      reduce to a fraction (`\\pi` for `3.14`, `\\sqrt{2}` for `1.414`): a rounding is the only way to write it
+      as a decimal;
+  (b) any value, against a reference of at least `MIN_SIGNIFICANT_DIGITS` significant digits: a value that
+      close to it is written to more places (`3.14159` for `3.142`, `0.33333` for `0.3333`, `2^{100}` for
+      `1.2676506002282294e30`), and a reference that precise reads as a rounding, where a short one (`0.5`, `12.5`,
+      `0.25`, `6.02 \\times 10^{23}`) reads as the answer itself.
+  Anything else is a different answer: `0.54` and `11/20` for `0.5`, `12.54` for `12.5`, `0.254` for `0.25`,
+  `1/4` for `0.2`, `1/8` for `0.13`, `0.333` for `0.33`. (A decimal as short as the reference or shorter is never
+  inside half a unit of it unless equal.)
 - A decimal prediction for an exact reference is accepted only when it is that reference correctly rounded at the
   prediction's last digit, carries at least `MIN_SIGNIFICANT_DIGITS` significant digits and writes the units digit:
   `0.3333` or `0.33333` for `1/3`, `2.6667` for `8/3`, never `0.33` or `0.3`, nor `3.333 \\times 10^{6}` for
@@ -67,20 +81,55 @@ def significant_digits(text: str) -> int:
     return len((match.group(1) + match.group(2)).lstrip("0"))
 
 
-def written_precision(
-    pred_text: str | None, ref_text: str | None, ref_exact: bool, ref_integer: bool = False
-) -> Fraction | None:
-    """The largest |pred - ref| that the rules above accept when the values differ; None when they must be equal.
+def never_ends(value: Fraction) -> bool:
+    """Whether the decimal expansion of a fraction goes on for ever: its reduced denominator has a prime factor other
+    than 2 and 5 (`1/3`, `1/7`, `5/6`; not `1/8`, `11/20`)."""
+    denominator = value.denominator
+    for prime in (2, 5):
+        while denominator % prime == 0:
+            denominator //= prime
+    return denominator != 1
 
-    An integer reference is matched exactly, and a decimal prediction must write at least the units digit: with
-    a positive exponent (`1.234 \\times 10^{5}`) half a unit of its last written digit is 1 or more, so it would
-    accept a different integer."""
+
+@dataclass(frozen=True)
+class Precision:
+    """The differences that the rules above accept between two values that are not equal: |pred - ref| < `bound`,
+    or <= `bound` when not `strict`."""
+
+    bound: Fraction
+    strict: bool
+
+    def admits(self, size) -> bool:
+        """`size`: |pred - ref|, a Fraction or any number that compares with one (a sympy number)."""
+        return bool(size < self.bound) if self.strict else bool(size <= self.bound)
+
+
+def written_precision(
+    pred_text: str | None,
+    ref_text: str | None,
+    ref_exact: bool,
+    ref_integer: bool = False,
+    pred_never_ends: bool = False,
+) -> Precision | None:
+    """The differences the rules above accept when the values differ; None when they must be equal.
+
+    `pred_never_ends`: the prediction is an exact value whose decimal expansion does not end (`never_ends` of a
+    fraction; in `expressions` also a value sympy does not reduce to a fraction, such as `\\pi`).
+
+    A decimal reference accepts, strictly inside half a unit of its last digit, a prediction that never ends, or
+    any prediction when the reference has `MIN_SIGNIFICANT_DIGITS` significant digits or more.
+    An exact reference accepts a decimal prediction correctly rounded (<= half a unit of the prediction's last
+    digit) with `MIN_SIGNIFICANT_DIGITS` significant digits; an integer reference is matched exactly, and a decimal
+    prediction must write at least the units digit: with a positive exponent (`1.234 \\times 10^{5}`) half a unit
+    of its last written digit is 1 or more, so it would accept a different integer."""
     if ref_text is not None and is_decimal_text(ref_text):
-        return half_unit(ref_text)
+        if pred_never_ends or significant_digits(ref_text) >= MIN_SIGNIFICANT_DIGITS:
+            return Precision(half_unit(ref_text), strict=True)
+        return None
     if ref_exact and not ref_integer and pred_text is not None and is_decimal_text(pred_text):
         bound = half_unit(pred_text)
         if significant_digits(pred_text) >= MIN_SIGNIFICANT_DIGITS and bound < 1:
-            return bound
+            return Precision(bound, strict=False)
     return None
 
 
@@ -90,5 +139,7 @@ def plain_numbers_equal(pred: Fraction, ref: Fraction, pred_text: str, ref_text:
         return True
     if re.search(r"[.eE]", pred_text + ref_text) and tol.accepts(pred, ref):
         return True  # the extra tolerance never applies between two integers or fractions
-    bound = written_precision(pred_text, ref_text, ref_exact=True, ref_integer=ref.denominator == 1)
-    return bound is not None and abs(pred - ref) <= bound
+    precision = written_precision(
+        pred_text, ref_text, ref_exact=True, ref_integer=ref.denominator == 1, pred_never_ends=never_ends(pred)
+    )
+    return precision is not None and precision.admits(abs(pred - ref))

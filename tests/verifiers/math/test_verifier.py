@@ -136,7 +136,8 @@ def test_percent_modes():
 def test_numbers_are_exact_by_default_and_a_tolerance_is_opt_in():
     exact, tolerant = MathVerifier(), MathVerifier(rel_tol=1e-3)
     assert exact.verify(r"\boxed{2.0001}", "2").score == 0.0  # the old default rel_tol=1e-4 paid for this
-    assert exact.verify(r"\boxed{0.331}", "0.33").score == 1.0  # a decimal reference, at its written precision
+    assert exact.verify(r"\boxed{\frac{1}{3}}", "0.33").score == 1.0  # a decimal reference: 1/3 rounds to it
+    assert exact.verify(r"\boxed{0.331}", "0.33").score == 0.0  # 0.33 is not read as a rounding of 0.331
     assert tolerant.verify(r"\boxed{2.0001}", "2").score == 1.0
     assert tolerant.verify(r"\boxed{1000001}", "1000000").score == 0.0  # never between two integers
     assert exact._pool is None and tolerant._pool is None  # decided without sympy
