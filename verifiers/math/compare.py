@@ -14,6 +14,7 @@ import re
 from .expressions import expressions_equal
 from .numbers import Tolerance
 from .parse import TooLargeError, UnparseableError, parse_leaf
+from .refute import UNPROVEN_NONSMOOTH, declined
 from .relations import as_interval, same_real_set, with_relation
 from .structure import Interval, Leaf, Relation, Seq, Union, parse_structure
 
@@ -104,9 +105,12 @@ def compare_task(pairs: list[tuple[str, str]], rel_tol: float, abs_tol: float) -
     reason = "different"
     for pred, ref in pairs:
         ref_structure = parse_structure(ref)
+        unproven = declined()
         try:
             if structures_equal(parse_structure(pred), ref_structure, tol):
                 return True, "symbolic"
+            if declined() > unproven:  # equal at every sampled point, but a non-smooth piece needed a proof
+                reason = UNPROVEN_NONSMOOTH
         except (UnparseableError, TooLargeError) as exc:
             try:
                 _parse_all_leaves(ref_structure)

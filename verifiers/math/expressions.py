@@ -26,6 +26,7 @@ from sympy.core.function import AppliedUndef
 
 from .numbers import Precision, Tolerance, never_ends, written_precision
 from .points import DIGITS, Unevaluable, difference_is_real, sample_values, values_agree
+from .refute import decline, has_nonsmooth, sampling_decides, symbolically_zero
 
 MAX_CANCELLATION_DIGITS = 400  # an exact difference indistinguishable from 0 at this many digits counts as 0
 AGREEING_POINTS = 4  # points inside the common domain needed for a verdict "equal"
@@ -153,6 +154,9 @@ def _functions_equal(pred: sympy.Expr, ref: sympy.Expr) -> bool:
     if pred == ref or pred - ref == 0:
         return True
     verdict = _agree_at_points(pred, ref)
+    if verdict is True and has_nonsmooth((pred, ref)) and not sampling_decides((pred, ref)):
+        # A non-smooth piece can confine a difference to a window no point falls in: only a proof pays.
+        return symbolically_zero(pred - ref) or decline()
     if verdict is not None:
         return verdict
     if nonzero_at_exact_point(pred - ref):  # what simplify would find, without simplify (~5-20 ms each)
@@ -238,17 +242,31 @@ def rebuilt(expr: sympy.Basic) -> sympy.Basic:
 
 
 def constant_ratio(a: sympy.Expr, b: sympy.Expr) -> float | None:
-    """The constant c with a = c * b: the same ratio at every sampled point (simplification only when sampling fails)."""
+    """The constant c with a = c * b: the same ratio at every sampled point (simplification only when sampling fails).
+    With a non-smooth piece the refuting points are sampled too, and where they cannot decide (`sampling_decides`)
+    only a ratio sympy simplifies to a constant counts."""
     ratios = []
+    nonsmooth = has_nonsmooth((a, b))
     try:
-        for va, vb, *_ in sample_values(a, b):
+        for va, vb, *_ in sample_values(a, b, refute=nonsmooth):
             if not (isinstance(va, mpmath.mpf) and isinstance(vb, mpmath.mpf)) or vb == 0:
                 continue
             ratios.append(va / vb)
     except Unevaluable:
         ratios = []
     if len(ratios) >= AGREEING_POINTS - 1:
-        return float(ratios[0]) if all(values_agree(r, ratios[0]) for r in ratios) else None
+        if not all(values_agree(r, ratios[0]) for r in ratios):
+            return None
+        if not nonsmooth or sampling_decides((exact(a), exact(b))):
+            return float(ratios[0])
+        ratio = _simplified_ratio(a, b)  # a proven constant ratio, or a verdict declined for want of a proof
+        if ratio is None:
+            decline()
+        return ratio
+    return _simplified_ratio(a, b)
+
+
+def _simplified_ratio(a: sympy.Expr, b: sympy.Expr) -> float | None:
     try:
         ratio = sympy.simplify(a / b)
     except NotImplementedError:  # sympy's "cannot": no constant ratio found
