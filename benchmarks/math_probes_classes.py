@@ -6,7 +6,8 @@ prediction is a whole completion (boxed, or prose for the hedges), used as is. `
 checks every verdict; `benchmarks/math_verifier.py --probes` prints them next to math-verify's.
 
 Issue 32's closed-form rule turned five verdicts from paid to 0 (`not_simplified`): `7!!` for 105, `8!!` for 384,
-`\\cos(\\pi/3)` for 1/2, `\\operatorname{lcm}(4, 6)` for 12 and `\\gcd(12, 18)` for 6 leave an operation to perform.
+`\\cos(\\pi/3)` for 1/2, `\\operatorname{lcm}(4, 6)` for 12 and `\\gcd(12, 18)` for 6 leave an operation to perform;
+its word-class rule turned `\\boxed{6 \\text{ apples}}` for 6 from 0 to paid (a noun after a number is what was counted).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ _TABLE: dict[str, list[tuple[str, str, bool]]] = {
         (r"\boxed{40\,\mathrm{m}}", r"40\text{ cm}", F),
         (r"\boxed{9 \text{ square feet}}", r"9\text{ ft}", F),
         (r"\boxed{250 \text{ grams}}", r"250\text{ kg}", F),
-        (r"\boxed{6 \text{ apples}}", "6", F),
+        (r"\boxed{6 \text{ apples}}", "6", T),  # issue 32: a counted noun is no qualifier
         (r"There are at least $\boxed{7}$ of them.", "7", F),
         (r"So we need \boxed{12} or more.", "12", F),
         (r"The answer is $\ge \boxed{3}$.", "3", F),

@@ -114,15 +114,23 @@ def run_accuracy_reward(cases: list[dict], passes: int) -> tuple[list[bool], lis
 def run_probes() -> int:
     """Both graders on the hand-written probes: verdicts side by side, then each grader's false positives and negatives."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))  # math_probes.py lies beside this script
-    from math_probes import CATEGORIES, PROBES
+    from math_probes import CATEGORIES, PROBES, Probe
     from math_probes_classes import CLASS_CATEGORIES, CLASS_PROBES
+    from math_probes_completions import COMPLETION_CATEGORIES, COMPLETION_PROBES
     from trl.rewards import accuracy_reward
 
     from trl_grpo_ext.verifiers import get_verifier
 
-    # The issue-10 probes are bare answers (boxed here); the issue-19 ones are whole completions, used as they are.
-    completions = [rf"\boxed{{{p.pred}}}" for p in PROBES] + [p.pred for p in CLASS_PROBES]
-    PROBES, CATEGORIES = [*PROBES, *CLASS_PROBES], [*CATEGORIES, *CLASS_CATEGORIES]
+    # The issue-10 probes are bare answers (boxed here); those of issues 19 and 32 are whole completions, used as they
+    # are; the real completions of SmolLM2-135M (tests/verifiers/math/data) are labelled by hand.
+    real = real_completions()
+    completions = [rf"\boxed{{{p.pred}}}" for p in PROBES] + [p.pred for p in (*CLASS_PROBES, *COMPLETION_PROBES)]
+    completions += [row["completion"] for row in real]
+    real_probes = [
+        Probe("real SmolLM2-135M completions", row["completion"], row["reference"], row["label"]) for row in real
+    ]
+    PROBES = [*PROBES, *CLASS_PROBES, *COMPLETION_PROBES, *real_probes]
+    CATEGORIES = [*CATEGORIES, *CLASS_CATEGORIES, *COMPLETION_CATEGORIES, "real SmolLM2-135M completions"]
     verifier = get_verifier("math", timeout_s=PER_ITEM_LIMIT_S)
     ours = [r.score == 1.0 for r in verifier.verify_batch(completions, [p.ref for p in PROBES])]
     verifier.close()
@@ -141,7 +149,7 @@ def run_probes() -> int:
     for probe, mine, trl in zip(PROBES, ours, theirs):
         print(
             f"{'equal' if probe.equal else 'differ':<8} {mark(mine, probe.equal):<15} {mark(trl, probe.equal):<15} "
-            f"{probe.pred}  |  {probe.ref}"
+            f"{short(probe.pred)}  |  {probe.ref}"
         )
     print(f"\n{'category':<42} {'probes':>6} {'math':>6} {'math-verify':>12}")
     for category in [*CATEGORIES, None]:
@@ -155,8 +163,26 @@ def run_probes() -> int:
         print(f"\n{name}: {len(positives)} false positives (wrong answers paid), {len(negatives)} false negatives")
         for kind, probes in (("false positive", positives), ("false negative", negatives)):
             for p in probes:
-                print(f"  {kind}: {p.pred}  for  {p.ref}  ({p.category})")
+                print(f"  {kind}: {short(p.pred)}  for  {p.ref}  ({p.category})")
     return 0
+
+
+REAL_COMPLETIONS = (
+    Path(__file__).resolve().parents[1] / "tests" / "verifiers" / "math" / "data" / "smollm2_completions.jsonl"
+)
+
+
+def short(text: str, limit: int = 100) -> str:
+    """A probe's text on one line: long or multi-line completions as a shortened repr."""
+    return (
+        text if len(text) <= limit and "\n" not in text else repr(text[:limit]) + ("..." if len(text) > limit else "")
+    )
+
+
+def real_completions() -> list[dict]:
+    """Completions of SmolLM2-135M-Instruct recorded by `benchmarks/record_completions.py`, labelled by hand."""
+    with REAL_COMPLETIONS.open(encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
 
 
 DIFFERENTIAL_FILE = Path(__file__).resolve().parent / "math_differential.json"

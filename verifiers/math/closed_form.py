@@ -31,7 +31,9 @@ CALCULUS: dict[str, re.Pattern] = {
     "sum": re.compile(r"\\sum(?![a-zA-Z])"),
     "product": re.compile(r"\\prod(?![a-zA-Z])"),
     "limit": re.compile(r"\\lim(?![a-zA-Z])"),
-    "derivative": re.compile(r"\\frac\s*\{\s*(?:\\mathrm\{d\}|d|\\partial)\s*(?:\^\s*\{?\d\}?)?\s*\}|\\nabla|\\partial"),
+    "derivative": re.compile(
+        r"\\frac\s*\{\s*(?:\\mathrm\{d\}|d|\\partial)\s*(?:\^\s*\{?\d\}?)?\s*\}|\\nabla|\\partial"
+    ),
 }
 # Operations left to perform when applied to exact values only (`\\log_2 1024`, `5!`); on a variable they are a
 # closed form (`\\max(x, 0)`, `\\sin^2 x + \\cos^2 x`, `n!`).
@@ -83,8 +85,12 @@ def _items(text: str) -> list[str]:
 
 
 def _stated(item: str) -> str:
-    """The part of `a = b = c` that an answer states: its last part."""
-    return split_top(item, "=")[-1]
+    """The part of `a = b = c` that an answer states: its last part; `(35 + 70 = 105)` states 105 and
+    `x = 1/3 \\approx 0.33` its exact side."""
+    item = item.strip()
+    if item.startswith("(") and item.endswith(")") and len(split_top(item[1:-1], "()")) == 1:
+        item = item[1:-1]
+    return split_top(item.split("\\approx")[0], "=")[-1]
 
 
 def _has_variable(text: str) -> bool:

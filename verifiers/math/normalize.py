@@ -25,21 +25,40 @@ TEXT_WRAPPERS = re.compile(
     r"\\(?:text|textbf|textit|textrm|textnormal|mathrm|mathbf|mathit|mbox|operatorname|boldsymbol|bm)\s*\{([^{}]*)\}"
 )
 NAMED_FUNCTION = re.compile(r"\\(?:operatorname|mathrm|text)\s*\{\s*(lcm|gcd)\s*\}")
-UNICODE_ROOT = re.compile(r"√\s*(?:\{([^{}]*)\}|\(([^()]*)\)|(\d+(?:\.\d+)?|[a-zA-Z]))")
-UNICODE_SIGNS = {"π": "\\pi ", "∞": "\\infty ", "×": "\\times ", "·": "\\cdot ", "−": "-", "≤": "\\le ", "≥": "\\ge ",
-                 "≠": "\\ne ", "∪": "\\cup ", "∅": "\\emptyset "}  # fmt: skip
+UNICODE_ROOT = re.compile(r"([√∛∜])\s*(?:\{([^{}]*)\}|\(([^()]*)\)|(\d+(?:\.\d+)?|[a-zA-Z]|\\pi(?![a-zA-Z])))")
+ROOT_INDEX = {"√": "", "∛": "[3]", "∜": "[4]"}
+# Every sign a model writes for math, as LaTeX (a command ends at a non-letter, so no space is needed before one).
+UNICODE_SIGNS = {"π": "\\pi", "∞": "\\infty", "×": "\\times", "✕": "\\times", "÷": "\\div", "·": "\\cdot",
+                 "⋅": "\\cdot", "∙": "\\cdot", "−": "-", "–": "-", "‒": "-", "－": "-", "﹣": "-", "＋": "+", "±": "\\pm",
+                 "∓": "\\mp", "≤": "\\le", "⩽": "\\le", "≥": "\\ge", "⩾": "\\ge", "≠": "\\ne", "≈": "\\approx",
+                 "∈": "\\in", "∉": "\\notin", "∪": "\\cup", "∩": "\\cap", "∅": "\\emptyset", "θ": "\\theta",
+                 "α": "\\alpha", "β": "\\beta", "∠": "\\angle", "⁄": "/", "∕": "/", "ⅈ": "i"}  # fmt: skip
+SUPERSCRIPTS = dict(zip("⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺⁽⁾ⁿ", "0123456789-+()n"))
+SUBSCRIPTS = dict(zip("₀₁₂₃₄₅₆₇₈₉₋₊", "0123456789-+"))
+SCRIPT_RUN = re.compile(f"[{''.join(SUPERSCRIPTS)}]+|[{''.join(SUBSCRIPTS)}]+")
+VULGAR_FRACTIONS = {"½": (1, 2), "⅓": (1, 3), "⅔": (2, 3), "¼": (1, 4), "¾": (3, 4), "⅕": (1, 5), "⅖": (2, 5),
+                    "⅗": (3, 5), "⅘": (4, 5), "⅙": (1, 6), "⅚": (5, 6), "⅐": (1, 7), "⅛": (1, 8), "⅜": (3, 8),
+                    "⅝": (5, 8), "⅞": (7, 8), "⅑": (1, 9), "⅒": (1, 10)}  # fmt: skip
+UNICODE_MATH = re.compile("[" + "".join([*UNICODE_SIGNS, *ROOT_INDEX, *SUPERSCRIPTS, *SUBSCRIPTS, *VULGAR_FRACTIONS]) + "]")
 REALS = re.compile(r"\\mathbb\s*\{?\s*R\s*\}?|ℝ")
 EMPTY_SET = re.compile(r"\\varnothing\b|\\emptyset\b|^\s*\\\{\s*\\\}\s*$|^\s*\{\s*\}\s*$")
 SET_BUILDER = re.compile(r"\\\{\s*([a-zA-Z])\s*(?:\\in\s*\(-\\infty, \\infty\))?\s*(?:\\mid|\||:)(.+)\\\}")
 REPEATING = re.compile(r"([+-]?)(\d*)\.(\d*)(?:\\overline\{(\d+)\}|(?:\\ldots|\.\.\.|…))")
 FRAC_ALIASES = re.compile(r"\\[dtc]frac(?![a-zA-Z])")
-FRAC_SHORT = re.compile(r"\\frac\s*(\d)\s*(\d)")
+# `\\frac12`, `\\frac1x`, `\\frac ab`: one-character arguments (a letter after the command needs a space).
+FRAC_SHORT = re.compile(r"\\frac(?:\s*(\d)|\s+([a-zA-Z]))\s*(\d|[a-zA-Z](?![a-zA-Z]))")
 FRAC_SHORT_NUM = re.compile(r"\\frac\s*(\d)\s*\{")
-FRAC_SHORT_DEN = re.compile(r"\\frac\s*(\{[^{}]*\})\s*(\d)")
+FRAC_SHORT_DEN = re.compile(r"\\frac\s*(\{[^{}]*\})\s*(\d|[a-zA-Z](?![a-zA-Z]))")
 SQRT_SHORT = re.compile(r"\\sqrt\s*(\[[^\[\]]*\])?\s*(\d+|[a-zA-Z])")
 DEGREES = re.compile(r"\^\s*\{?\s*\\circ\s*\}?|°|\\degree\b|\\circ\b")
 PERCENT = re.compile(r"(?<=[\d\s}])\s*(?:\\%|%|percentage|percent|pct)\s*$")
-CURRENCY = re.compile(r"\\\$|\$|€|£|\\euro\b|\\pounds\b|\brs\.?(?=\s*\d)")
+CURRENCY = re.compile(r"\\\$|\$|€|£|\\textdollar\b|\\euro\b|\\pounds\b|\brs\.?(?=\s*\d)")
+# A currency sign is the answer's unit (`\\$1250` is not `1250 \\text{ cents}`).
+CURRENCY_UNITS = ((re.compile(r"\\\$|\\textdollar\b"), "dollar"), (re.compile(r"€|\\euro\b"), "euro"))
+IMAGINARY_UNIT = re.compile(r"\\(?:mathrm|text|mathit)\s*\{\s*([ie])\s*\}")
+NUMBER_WORDS = {word: str(value) for value, word in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())}  # fmt: skip
 # "10,455" but not the pair "(12,102)": a comma right inside brackets separates items.
 THOUSANDS = re.compile(r"(?<![\d.,(\[{])(\d{1,3})((?:,\d{3})+)(?![\d,)\]])")
 SPACE_THOUSANDS = re.compile(r"-?\d{1,3}(?: \d{3})+(?:\.\d+)?")
@@ -90,12 +109,35 @@ def _list_words(text: str) -> str:
     return f"\\{{{_strip_punctuation(text)}\\}}" if alternatives else text
 
 
-def _unicode_and_named_sets(text: str) -> str:
-    """`√2`, `√(x+1)`, `π`, `∞`, `≤` as LaTeX; `\\mathbb{R}` as the interval of all reals; every empty-set sign
-    as `\\emptyset`."""
-    text = UNICODE_ROOT.sub(lambda m: f"\\sqrt{{{m.group(1) or m.group(2) or m.group(3)}}}", text)
+def unicode_to_latex(text: str) -> str:
+    """Every math sign a model writes in Unicode as LaTeX: `−7` is -7, `2√3` is `2\\sqrt{3}`, `∛8`, `3π`, `x²`,
+    `10⁵`, `x⁻¹`, `½` and `2½`, `×`, `÷`, `·`, `≤`, `≠`, `∈`, `∪`, the en dash as a minus. Text without them is
+    returned unchanged (the common case costs one scan)."""
+    if UNICODE_MATH.search(text) is None:
+        return text
+    for sign, (num, den) in VULGAR_FRACTIONS.items():
+        text = text.replace(sign, f"\\frac{{{num}}}{{{den}}}")
+    text = SCRIPT_RUN.sub(_script, text)
     for sign, latex in UNICODE_SIGNS.items():
-        text = text.replace(sign, latex)
+        if sign in text:
+            spaced = latex + " " if latex[-1].isalpha() else latex
+            text = re.sub(re.escape(sign) + "(?=[a-zA-Z])", lambda _, r=spaced: r, text).replace(sign, latex)
+    return UNICODE_ROOT.sub(
+        lambda m: f"\\sqrt{ROOT_INDEX[m.group(1)]}{{{m.group(2) or m.group(3) or m.group(4)}}}", text
+    )
+
+
+def _script(match: re.Match) -> str:
+    run = match.group(0)
+    if run[0] in SUPERSCRIPTS:
+        return "^{" + "".join(SUPERSCRIPTS[ch] for ch in run) + "}"
+    return "_{" + "".join(SUBSCRIPTS[ch] for ch in run) + "}"
+
+
+def _unicode_and_named_sets(text: str) -> str:
+    """Unicode math as LaTeX (`unicode_to_latex`); `\\mathbb{R}` as the interval of all reals; every empty-set
+    sign as `\\emptyset`."""
+    text = unicode_to_latex(text)
     text = REALS.sub(r"(-\\infty, \\infty)", text)
     return EMPTY_SET.sub(r"\\emptyset", text)
 
@@ -146,7 +188,7 @@ def _relations(text: str) -> str:
 
 def _fracs_and_roots(text: str) -> str:
     text = FRAC_ALIASES.sub(r"\\frac", text)
-    text = FRAC_SHORT.sub(r"\\frac{\1}{\2}", text)
+    text = FRAC_SHORT.sub(lambda m: f"\\frac{{{m.group(1) or m.group(2)}}}{{{m.group(3)}}}", text)
     text = FRAC_SHORT_NUM.sub(r"\\frac{\1}{", text)
     text = FRAC_SHORT_DEN.sub(r"\\frac\1{\2}", text)
     return SQRT_SHORT.sub(lambda m: f"\\sqrt{m.group(1) or ''}{{{m.group(2)}}}", text)
@@ -187,11 +229,12 @@ def normalize_answer(answer: str, strip_units: bool = True, reference: bool = Fa
     text_answer = TEXT_WRAPPERS.fullmatch(text.strip()) is not None
     if "matrix" not in text and "array" not in text:  # answers copied from JSON or code: \\frac -> \frac
         text = re.sub(r"\\\\(?=[a-zA-Z])", r"\\", text)
-    text = text.replace("{,}", ",").replace("\\dots", "\\ldots").replace("\\cdots", "\\ldots")
-    text = _unicode_and_named_sets(text)
+    text = re.sub(r"\s*\{\s*,\s*\}\s*", ",", text).replace("\\dots", "\\ldots").replace("\\cdots", "\\ldots")
+    text = IMAGINARY_UNIT.sub(r"\1", _unicode_and_named_sets(text))  # `3+4\\mathrm{i}`
     text = re.sub(r"(\d),\\!\s*(?=\d)", r"\1,", text)
     text = SPACING.sub(" ", text)
     text = text.replace("\\(", " ").replace("\\)", " ").replace("\\[", " ").replace("\\]", " ")
+    currency = next((unit for sign, unit in CURRENCY_UNITS if sign.search(text)), None)
     text = CURRENCY.sub(" ", text)
     degrees = DEGREES.search(text) is not None
     text = DEGREES.sub("", text)
@@ -206,6 +249,7 @@ def normalize_answer(answer: str, strip_units: bool = True, reference: bool = Fa
             return Normalized(text, percent, invalid)
         text = stripped  # a reference's trailing words act as its unit: a bare answer or the same words match it
         text, percent = _strip_percent(text)
+    unit = unit or currency or ("deg" if degrees else None)
     text = _relations(_fracs_and_roots(text))
     if re.search(r"\d|\\", text) and LIST_WORDS.search(text):
         text = _list_words(text)
@@ -215,8 +259,10 @@ def normalize_answer(answer: str, strip_units: bool = True, reference: bool = Fa
     text = re.sub(r"\s+", " ", _strip_punctuation(text)).strip()
     if SPACE_THOUSANDS.fullmatch(text):
         text = text.replace(" ", "")
-    if text.startswith("{") and balanced_close(text, 0) == len(text):  # LaTeX grouping braces: {1,3}
+    while text.startswith("{") and balanced_close(text, 0) == len(text):  # LaTeX grouping braces: {1,3}, {{12}}
         text = text[1:-1].strip()
+    if text_answer and text.lower() in NUMBER_WORDS:  # `\\text{twelve}`
+        text = NUMBER_WORDS[text.lower()]
     text = _repeating_decimal(_set_builder(text))
     mixed = _mixed_number(text)
     if mixed is not None:

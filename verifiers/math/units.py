@@ -64,6 +64,36 @@ BARE_WORDS = re.compile(
 )
 
 
+# Words that change a number's value or hedge it: a small closed class. Any other word after a number (`6 apples`,
+# `72 clips`) names what was counted and is compared like a unit.
+VALUE_WORDS = frozenset(
+    """or and more less fewer than at least most about approximately approx around roughly nearly almost between not
+    no nor over under above below up to maximum minimum max min plus minus times per each every only exactly total
+    dozen dozens score hundred hundreds thousand thousands million millions billion billions trillion trillions half
+    halves third thirds quarter quarters percent squared cubed square cubic fold ish something some odd""".split()
+)
+ORDINAL_FRACTION = re.compile(r"(?:th|ths|ieth|ieths)$")
+
+
+def counted_noun(words: str) -> str | None:
+    """`apples` -> `apple`, `red apples` -> `red apple`: the words after a number when they name what was counted
+    (at most three plain words, none of `VALUE_WORDS`, no ordinal such as `sevenths`); None otherwise."""
+    parts = words.lower().rstrip(".").split()
+    if not 1 <= len(parts) <= 3 or not all(re.fullmatch(r"[a-z]{2,}", part) for part in parts):
+        return None
+    if any(part in VALUE_WORDS or ORDINAL_FRACTION.search(part) for part in parts):
+        return None
+    return " ".join([*parts[:-1], _singular(parts[-1])])
+
+
+def _singular(word: str) -> str:
+    if word.endswith("ies"):
+        return word[:-3] + "y"
+    if word.endswith(("ches", "shes", "xes", "sses")):
+        return word[:-2]
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
+
+
 def _plural_free(word: str) -> str | None:
     lower = word.lower().rstrip(".")
     for candidate in (
@@ -119,5 +149,8 @@ def split_unit(text: str, wrapped: bool = False) -> tuple[str, str | None, str |
     if unit is not None:
         return text[: bare.start()].strip(), unit, None
     if wrapped or len(words.split()) > 1 or (bare.group(1) and len(words) >= 3):
+        noun = counted_noun(words) if bare.group(3) is None else None
+        if noun is not None:  # `6 apples`: compared like a unit, so `6 pears` is not `6 apples`
+            return text[: bare.start()].strip(), f"noun:{noun}", None
         return text[: bare.start()].strip(), words.lower(), f"unparseable: trailing words {words!r}"
     return text, None, None  # `2xy`, `3 ab`: a product of variables

@@ -32,7 +32,7 @@ logger = logging.getLogger("trl_grpo_ext.verifiers.math")
 
 PERCENT_MODES = ("either", "strip", "fraction")
 # Bump when a rule that can change a verdict changes: cached verdicts of other versions are then never read.
-RULES_VERSION = "math-2026.12-1"
+RULES_VERSION = "math-2026.12-2"
 # Libraries whose version can change a worker's verdict (part of the verdict cache's namespace).
 SYMPY_LIBRARIES = ("sympy", "latex2sympy2_extended", "mpmath")
 

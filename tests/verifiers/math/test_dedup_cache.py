@@ -237,4 +237,7 @@ def test_public_pairs_get_the_same_results_with_and_without_dedup_and_cache():
     assert warm_stats.cache_hits == warm_stats.cache_lookups > 100
     assert grpo_stats.duplicates >= 2 * len(cases)
     agreed = sum((r.score == 1.0) == c["expected"] for r, c in zip(cold, cases))
-    assert agreed == 493 and len(cases) == 518
+    # 493 before issue 32. Its closed-form rule refuses three pairs labelled equal (`(9+1)` for 10, `\\sqrt[3]{8}` and
+    # `\\sqrt[4]{16}` for 2) and `\\$` read as a currency sign refuses `\\frac{1}{2} \\$ = \\frac{10}{9}` for 10/9; its
+    # final-answer model now agrees on `17\\text{ any text}` and on a prose answer that stops mid-sentence.
+    assert agreed == 491 and len(cases) == 518

@@ -33,14 +33,14 @@ from trl_grpo_ext.verifiers.math.extract import (
         ("Natalia sold 72 clips.\n#### 72", "72"),
         ("We get $x = 3$ and then $y = 5$", "y = 5"),
         ("There are 12 ways to do it.", "12"),
-        ("costs 1,250 dollars in total", "1,250"),
+        ("costs 1,250 dollars in total.", "1,250"),
         ("2/3", "2/3"),
         (r"\frac{1}{2}", r"\frac{1}{2}"),
         ("(2,4)", "(2,4)"),
         ("x^2+2x+1", "x^2+2x+1"),
         ("Answer: \\( (9+1) \\)", "(9+1)"),
         ("so it is 3\n\nanswer: $-7$", "-7"),
-        ("42 apples and then 17 pears remain", "17"),
+        ("First 42 apples, then 17 pears remain.", "17"),
     ],
 )
 def test_extracts_the_final_answer(completion, answer):
@@ -50,11 +50,10 @@ def test_extracts_the_final_answer(completion, answer):
 @pytest.mark.parametrize(
     "completion, how",
     [
-        (r"It is \boxed{3}. No wait, after checking again, it is \boxed{4}", "hedge"),
         (r"\boxed{1} or maybe, if we reconsider everything, \boxed{2}", "hedge"),
         ("<think>the answer is 5 but I am still thinking", "unclosed_think"),
         ("<think>\\boxed{42}</think> Some other text.", "no_answer"),
-        ("no digits at all here, only words", "no_answer"),
+        ("no digits at all here, only words.", "no_answer"),
         ("", "no_answer"),
     ],
 )
@@ -126,3 +125,75 @@ def test_reference_extraction(reference, answer):
 
 def test_empty_reference_is_unusable():
     assert extract_reference("   ").answer is None
+
+
+@pytest.mark.parametrize(
+    "completion, answer, how",
+    [
+        # A correction the completion ends on settles the answer (issue 32).
+        (r"It is \boxed{3}. No wait, after checking again, it is \boxed{4}", "4", "boxed"),
+        (r"So $\boxed{5}$. Hmm, wait, that's wrong: the correct value is $7$.", "7", "correction"),
+        ("$\\boxed{5}$.\n\nFinal answer: 7", "7", "anchor"),
+        ("Boxes $\\boxed{12}$, then $\\boxed{15}$.\n\n**Final Answer:** $\\boxed{94}$", "94", "boxed"),
+        # Unicode keeps its sign and its root; comments and phantoms are not read.
+        ("The answer is −7.", "-7", "anchor"),
+        ("The answer is 2√3.", r"2\sqrt{3}", "anchor"),
+        ("% $\\boxed{12}$\nThe answer is $7$.", "7", "anchor"),
+        (r"The answer is $\$18$.", r"\textdollar 18", "anchor"),
+        ("The correct answer is **7**.", "7", "anchor"),
+    ],
+)
+def test_final_answer_model(completion, answer, how):
+    extraction = extract_answer(completion)
+    assert (extraction.answer, extraction.how) == (answer, how)
+
+
+@pytest.mark.parametrize(
+    "completion, how",
+    [
+        (r"So $\boxed{5}$. Wait, that is wrong.", "retracted"),
+        (r"So $\boxed{5}$. Wait, maybe it is 7.", "hedge"),
+        (r"$\boxed{\phantom{12}}$", "empty_box"),
+    ],
+)
+def test_a_retracted_box_without_a_new_value_is_no_answer(completion, how):
+    extraction = extract_answer(completion)
+    assert (extraction.answer, extraction.how) == (None, how)
+
+
+def test_restatements_are_alternatives_that_must_all_be_right():
+    extraction = extract_answer(r"The answer is $\boxed{1000}$ (or $10^3$).")
+    assert (extraction.answer, extraction.how, extraction.candidates) == (None, "hedge", ("1000", "10^3"))
+
+
+@pytest.mark.parametrize(
+    "completion, how",
+    [
+        ("So x = 3 ... So x = 4 ... So x", "hedge"),  # cut off in a loop that never settles
+        ("So x = 3. So x = 4. So x", "hedge"),
+        ("Let me think about the first", "truncated"),  # cut off before stating anything
+        ("Adding the two numbers gives 7 and", "truncated"),  # the sentence holding 7 was cut
+        ("So it is at least 4.", "unparseable: qualified answer"),
+        ("The answer could be 3 or it could be 5.", "hedge"),
+    ],
+)
+def test_prose_that_never_settles_gives_no_answer(completion, how):
+    extraction = extract_answer(completion)
+    assert (extraction.answer, extraction.how) == (None, how)
+
+
+@pytest.mark.parametrize(
+    "completion, answer",
+    [
+        ("The possible values are 1, 2, 3 and 4.", "1, 2, 3 and 4"),  # the list, not its last item
+        ("Counting them: 1, 2, ..., 57.", "1, 2, ..., 57"),
+        ("The area is 3π.", r"3\pi"),  # never the 3 out of 3π
+        ("So the side is 2√3 cm long.", r"2\sqrt{3}"),
+        ("We get x² + 1.", "x^{2} + 1"),
+        ("Thus $x = 5$. Checking: $2(5)+1=11$.", "x = 5"),  # a check after the answer is not the answer
+        ("To confirm, 68 - 34 = 34.", "34"),
+        ("The total is 12.\n\nThis is", "12"),  # cut off after a statement that nothing contradicts
+    ],
+)
+def test_prose_is_read_for_what_it_commits_to(completion, answer):
+    assert extract_answer(completion).answer == answer

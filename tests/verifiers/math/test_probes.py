@@ -16,35 +16,39 @@ PROBES_MODULE = load_benchmark("math_probes")
 PROBES = PROBES_MODULE.PROBES
 CLASSES_MODULE = load_benchmark("math_probes_classes")
 CLASS_PROBES = CLASSES_MODULE.CLASS_PROBES
+COMPLETIONS_MODULE = load_benchmark("math_probes_completions")
+COMPLETION_PROBES = COMPLETIONS_MODULE.COMPLETION_PROBES
 
 
-def _probe_verdicts(**options):
+def _verdicts(probes, boxed: bool = False, **options) -> dict:
+    """Every probe's result, keyed by (prediction, reference), from one batch through one verifier."""
     verifier = get_verifier("math", n_workers=2, **options)
     try:
-        results = verifier.verify_batch([rf"\boxed{{{p.pred}}}" for p in PROBES], [p.ref for p in PROBES])
+        completions = [rf"\boxed{{{p.pred}}}" if boxed else p.pred for p in probes]
+        results = verifier.verify_batch(completions, [p.ref for p in probes])
     finally:
         verifier.close()
-    return {(p.pred, p.ref): result for p, result in zip(PROBES, results)}
+    return {(p.pred, p.ref): result for p, result in zip(probes, results)}
 
 
 @pytest.fixture(scope="module")
 def verdicts():
-    return _probe_verdicts(closed_form=False)
+    return _verdicts(PROBES, boxed=True, closed_form=False)
 
 
 @pytest.fixture(scope="module")
 def closed_form_verdicts():
-    return _probe_verdicts()
+    return _verdicts(PROBES, boxed=True)
 
 
 @pytest.fixture(scope="module")
 def class_verdicts():
-    verifier = get_verifier("math", n_workers=2)
-    try:
-        results = verifier.verify_batch([p.pred for p in CLASS_PROBES], [p.ref for p in CLASS_PROBES])
-    finally:
-        verifier.close()
-    return {(p.pred, p.ref): result for p, result in zip(CLASS_PROBES, results)}
+    return _verdicts(CLASS_PROBES)
+
+
+@pytest.fixture(scope="module")
+def completion_verdicts():
+    return _verdicts(COMPLETION_PROBES)
 
 
 def test_class_probes_cover_every_class_of_issue_19():
@@ -97,3 +101,19 @@ def test_value_probes_under_the_closed_form_rule(closed_form_verdicts):
             left_to_perform.append(probe.pred)
     assert r"\log_2 8" in left_to_perform and "5!" in left_to_perform
     assert r"\sin^2 x + \cos^2 x" not in left_to_perform  # an identity in a variable is a closed form
+
+
+def test_completion_probes_cover_every_class_of_issue_32():
+    assert len({(p.pred, p.ref) for p in COMPLETION_PROBES}) == len(COMPLETION_PROBES)
+    counts = {c: sum(p.category == c for p in COMPLETION_PROBES) for c in COMPLETIONS_MODULE.COMPLETION_CATEGORIES}
+    assert len(counts) == 10 and min(counts.values()) >= 3, counts
+    assert sum(not p.equal for p in COMPLETION_PROBES) >= 50
+
+
+@pytest.mark.parametrize("probe", COMPLETION_PROBES, ids=[f"{p.pred} vs {p.ref}" for p in COMPLETION_PROBES])
+def test_completion_probe(probe, completion_verdicts):
+    """Issue 32's probes: whole completions as policies write them, one category per class."""
+    result = completion_verdicts[(probe.pred, probe.ref)]
+    assert result.score == (1.0 if probe.equal else 0.0), (probe.category, result.reason, result.details)
+    if not probe.equal:
+        assert not result.reason.startswith(NOT_A_VERDICT), (probe.category, result.reason, result.details)

@@ -17,11 +17,10 @@ import pytest
 from trl_grpo_ext.verifiers import MathVerifier
 
 CORPUS = Path(__file__).parent / "data" / "smollm2_completions.jsonl"
-# Misses (labelled true, not paid) measured on 2026-12-02 with the grader of the working tree at commit 485f24b, its
-# verifiers/math under edit at the time: 3 of 40 (0-based lines 85 and 224: "truncated"; 268: the last number, 3, taken), while 12 of the
-# 264 completions labelled false were paid (earlier the same day, at 4d5eb74: 5 misses, 16 paid).
-# The grader is being improved in parallel: lower this bound when misses are fixed, never raise it without a reason.
-MAX_MISSES = 3
+# Misses (labelled true, not paid) with the final-answer model of issue 32 (docs/verifiers.md): 2 of 40, both close
+# calls (0-based line 76, "Entity: 1" then unrelated prose; 275, "6-0 is actually 6."), and 0 of the 264 completions
+# labelled false paid. Before it, at commit 4d5eb74: 5 misses and 16 paid. Lower this bound when a miss is fixed.
+MAX_MISSES = 2
 
 
 def load_corpus() -> list[dict]:
