@@ -7,7 +7,8 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
-from .extract import extract_reference, reference_letter
+from .extract import extract_reference
+from .letters import reference_letter
 from .normalize import Normalized, normalize_answer
 
 CHOICE_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"

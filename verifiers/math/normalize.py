@@ -39,7 +39,9 @@ SCRIPT_RUN = re.compile(f"[{''.join(SUPERSCRIPTS)}]+|[{''.join(SUBSCRIPTS)}]+")
 VULGAR_FRACTIONS = {"½": (1, 2), "⅓": (1, 3), "⅔": (2, 3), "¼": (1, 4), "¾": (3, 4), "⅕": (1, 5), "⅖": (2, 5),
                     "⅗": (3, 5), "⅘": (4, 5), "⅙": (1, 6), "⅚": (5, 6), "⅐": (1, 7), "⅛": (1, 8), "⅜": (3, 8),
                     "⅝": (5, 8), "⅞": (7, 8), "⅑": (1, 9), "⅒": (1, 10)}  # fmt: skip
-UNICODE_MATH = re.compile("[" + "".join([*UNICODE_SIGNS, *ROOT_INDEX, *SUPERSCRIPTS, *SUBSCRIPTS, *VULGAR_FRACTIONS]) + "]")
+UNICODE_MATH = re.compile(
+    "[" + "".join([*UNICODE_SIGNS, *ROOT_INDEX, *SUPERSCRIPTS, *SUBSCRIPTS, *VULGAR_FRACTIONS]) + "]"
+)
 REALS = re.compile(r"\\mathbb\s*\{?\s*R\s*\}?|ℝ")
 EMPTY_SET = re.compile(r"\\varnothing\b|\\emptyset\b|^\s*\\\{\s*\\\}\s*$|^\s*\{\s*\}\s*$")
 SET_BUILDER = re.compile(r"\\\{\s*([a-zA-Z])\s*(?:\\in\s*\(-\\infty, \\infty\))?\s*(?:\\mid|\||:)(.+)\\\}")

@@ -2,13 +2,9 @@
 
 import pytest
 
-from trl_grpo_ext.verifiers.math.extract import (
-    extract_answer,
-    extract_reference,
-    find_boxes,
-    letter_answer,
-    reference_letter,
-)
+from trl_grpo_ext.verifiers.math.boxes import find_boxes
+from trl_grpo_ext.verifiers.math.extract import extract_answer, extract_reference
+from trl_grpo_ext.verifiers.math.letters import letter_answer, reference_letter
 
 
 @pytest.mark.parametrize(
