@@ -486,8 +486,10 @@ def placements(mutant: Mutant, templates: tuple[str, ...] = TEMPLATES) -> list[M
     numeric = not norm.invalid and plain_number(norm.text) is not None
     ref = norm.text if not norm.invalid and norm.text else mutant.reference
     for template in templates:
-        if template == "bare" or (mutant.kind == "echo" and template == "restate_ref_first"):
-            continue  # "$\\boxed{42}$ (or $28 + 14$)" restates the reference unevaluated, as "(or $10^3$)" for 1000
+        if template == "bare" or (mutant.kind == "echo" and template in ("restate_ref_first", "restate_ref_after")):
+            # "$\\boxed{42}$ (or $28 + 14$)" and "$\\boxed{28 + 14}$ (or $42$)" both state the reference, once in closed
+            # form: paid, as "(or $10^3$)" for 1000 (docs/verifiers.md, the closed-form rule)
+            continue
         text = _in_template(template, mutant.answer, ref, mutant.other, numeric)
         if text is not None:
             out.append(mutant._replace(template=template, completion=text))

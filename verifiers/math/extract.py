@@ -29,7 +29,6 @@ from .prose import (
     QUALIFIER_BEFORE,
     REASONS,
     RETRACTION,
-    SENTENCE_END,
     anchored_answer,
     bare_answer,
     candidates,
@@ -37,6 +36,7 @@ from .prose import (
     leading_line,
     looks_like_prose,
     plain_text,
+    through_sentences,
 )
 from .rendering import rendered
 from .units import canonical_unit
@@ -150,16 +150,20 @@ def _unless_qualified(text: str, start: int, end: int, answer: str, trusted: boo
         and not re.search(r"[a-zA-Z]}?$", answer)
     ):
         answer = f"{answer}\\text{{ {next(g for g in unit.groups() if g is not None).strip()}}}"  # compared as units
-    rest = BOXED_ANYWHERE.sub(
-        r" \1 ", re.sub(r"^\s*(?:\$\$?|\\\)|\\\])", " ", after)
-    )  # the box's own closing delimiter
-    ends = [m.end() for m in SENTENCE_END.finditer(rest.replace("$", " "))]
-    rest = rest[: ends[2]] if len(ends) > 2 else rest  # the box's sentence and the next one
-    others = set(PLAIN_NUMBER.findall(rest.replace("$", " "))) - set(PLAIN_NUMBER.findall(answer))
-    if others and HEDGE_WORDS.search(rest):
+    # The box's sentence and the next one that says something (a paragraph break is one end, not two).
+    rest = BOXED_ANYWHERE.sub(r" \1 ", re.sub(r"^\s*(?:\$\$?|\\\)|\\\])", " ", after))  # its closing delimiter
+    rest = through_sentences(rest, 2)
+    if HEDGE_WORDS.search(rest):
         # Alternatives: paid only when every one is the reference ("\\boxed{1000} (or $10^3$)"), else a hedge.
-        alternatives = [text for _, _, text in candidates(rest) if not CHECK_SENTENCE.match(text)]
-        return Extraction(None, "hedge", tuple(dict.fromkeys([answer, *alternatives])))
+        alternatives = [
+            alternative
+            for _, _, alternative in candidates(rest)
+            if plain_text(alternative) != plain_text(answer) and not CHECK_SENTENCE.match(alternative)
+        ]
+        if alternatives:
+            return Extraction(None, "hedge", tuple(dict.fromkeys([answer, *alternatives])))
+        if set(PLAIN_NUMBER.findall(rest.replace("$", " "))) - set(PLAIN_NUMBER.findall(answer)):
+            return Extraction(None, "hedge")  # another number offered that cannot be read as an answer
     return Extraction(answer, "boxed")
 
 

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator
 
 from .boxes import find_boxes
-from .prose import ANCHORS, CLAUSE_BREAK, HEDGE, NEGATION, RETRACTION, SENTENCE_END, affirmed
+from .prose import ANCHORS, CLAUSE_BREAK, FINAL_LABEL, HEDGE, NEGATION, RETRACTION, affirmed, through_sentences
 
 # A choice letter standing alone: not part of a word, a command or a formula ("E*2", "x+B").
 LETTER_TOKEN = re.compile(r"(?<![A-Za-z\\*^/+=_-])([A-Z])(?=$|[\s.,;:!?)]|[^\x00-\x7f])")
@@ -33,8 +33,12 @@ def letter_answer(text: str, letters: str) -> str | None:
             m.group(1) for _, _, content in boxes for m in LETTER_TOKEN.finditer(content) if m.group(1) in letters
         }
         last = _first_letter(boxes[-1][2], letters)
+        last_box_letters = {m.group(1) for m in _letter_tokens(boxes[-1][2], letters)}
         if len(boxed) > 1:
-            return HEDGE
+            gap = plain[boxes[-2][1] : boxes[-1][0]] if len(boxes) > 1 else ""
+            settled = FINAL_LABEL.search(gap[-60:]) or (RETRACTION.search(gap) and not DOUBT_WORDS.search(gap))
+            if not settled or len(last_box_letters) > 1:
+                return HEDGE  # "**Final Answer:** \\boxed{B}" or a correction settles it; otherwise a hedge
         return _unless_doubted_after(plain, boxes[-1][1], letters, last.group(1)) if last else None
     matches = list(ANCHORS.finditer(plain))
     if matches:
@@ -57,14 +61,19 @@ def _chosen(text: str, position: int, letters: str, letter: str) -> str:
 
 
 def _unless_doubted_after(text: str, position: int, letters: str, letter: str) -> str:
-    """`HEDGE` when the next sentences name another letter with a hedge or a retraction ("B, though it could also be
-    D", "C. But A might be right too", "\\boxed{B} On reflection it might be D")."""
-    after = text[position:]
-    ends = [m.end() for m in SENTENCE_END.finditer(after)]
-    after = after[: ends[1]] if len(ends) > 1 else after
+    """`HEDGE` when the next sentences name another letter with doubt ("B, though it could also be D", "C. But A
+    might be right too", "\\boxed{B} On reflection it might be D"); the letter a retraction ends on ("\\boxed{B}. Wait,
+    that's wrong: the correct value is A." chooses A)."""
+    after = through_sentences(text[position:], 2)
     others = {m.group(1) for m in _letter_tokens(after, letters)} - {letter}
-    if others and (DOUBT_WORDS.search(after) or RETRACTION.search(after)):
+    if not others:
+        return letter
+    if DOUBT_WORDS.search(after):
         return HEDGE  # a plain "or" may join denied letters: "D, it can't be A or B"
+    retraction = RETRACTION.search(after)
+    if retraction:
+        corrected = {m.group(1) for m in _letter_tokens(after, letters, retraction.end())}
+        return corrected.pop() if len(corrected) == 1 else HEDGE
     return letter
 
 

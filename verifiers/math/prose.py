@@ -29,7 +29,7 @@ ANCHORS = re.compile(
     re.IGNORECASE,
 )
 NUMBER = re.compile(
-    r"\\frac\{-?\d+\}\{\d+\}|(?<![A-Za-z0-9_.^{])-?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:/\d+)?(?![0-9])"
+    r"\\frac\s*\{-?\d+\}\s*\{\d+\}|(?<![A-Za-z0-9_.^{])-?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:/\d+)?(?![0-9])"
 )
 MATH_BLOCK = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]|\\\(([^\n]+?)\\\)|\$([^$\n]+?)\$", re.DOTALL)
 PROSE_WORD = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{3,}")
@@ -117,6 +117,19 @@ NON_LATIN_LETTER = re.compile(r"[^\W\d_a-zA-Z\u00c0-\u024f]")  # a letter of a s
 
 def plain_text(answer: str) -> str:
     return re.sub(r"[\s$]", "", answer)
+
+
+def through_sentences(text: str, count: int) -> str:
+    """`text` up to the end of its `count`-th sentence that says something: a paragraph break, or the full stop
+    right after a formula, ends no sentence of its own ("$\\boxed{42}$.\\n\\nThough it could be 43." is two)."""
+    ends, previous = [], 0
+    for match in SENTENCE_END.finditer(text.replace("$", " ")):
+        if text[previous : match.start()].strip(" $"):
+            ends.append(match.end())
+            if len(ends) == count:
+                return text[: match.end()]
+        previous = match.end()
+    return text
 
 
 def first_sentence(segment: str) -> str:
@@ -464,6 +477,8 @@ def bare_answer(text: str) -> str | None:
     text = text.strip()
     if len(text) > MAX_BARE_CHARS or "\n" in text or NON_LATIN.search(text) or MATH_DELIMITERS.search(text):
         return None
+    if re.fullmatch(r"[A-Za-z]+", text):
+        return text  # one word alone: a name or a word answer ("Nave", "odd")
     words = re.findall(r"(?<![\\a-zA-Z])[a-zA-Z]{2,}", re.sub(r"\\(?:text|begin|end)\{[^{}]*\}", "", text))
     if len(words) > 2 or any(len(word) > 3 and word.lower() not in BARE_WORDS for word in words):
         return None  # prose: "To confirm, 68 - 34 = 34."

@@ -329,7 +329,11 @@ class MathVerifier(Verifier):
             if pred_norm.invalid or not pred_norm.text:
                 return pred_norm.invalid or "no_answer", normalized
         if self.closed_form:  # one candidate in closed form is enough: `\boxed{1000}` (or `10^3`)
-            left = [operation_left(p.text, ref_norm.text, not (p.degrees or ref_norm.degrees)) for p in pred_norms]
+            # An angle in degrees may be given in radians (`\\frac{\\pi}{6}` for `30^\\circ`), never as arithmetic.
+            left = [
+                operation_left(p.text, ref_norm.text, not ((p.degrees or ref_norm.degrees) and "\\pi" in p.text))
+                for p in pred_norms
+            ]
             if all(left):
                 return f"not_simplified: {left[0]}", (pred_norms[0].text, ref_norm.text)
         for pred_norm in pred_norms:

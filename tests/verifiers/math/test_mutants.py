@@ -18,17 +18,11 @@ from benchmark_modules import load_benchmark
 MUTANTS = load_benchmark("math_mutants")
 # Templates per mutant in this slice (besides the mutant as generated), drawn with a fixed seed; the script runs all.
 SAMPLE, SEED = 4, 0
-# Controls of the probes' references that pay, as measured (2911 controls; 17 misses, listed below): the reference
-# after intermediate boxes or a correction is not read for a letter reference (the letter path calls every
-# multi-box completion a hedge), a unit in bold or GSM8K prose ("**Answer:** 5 m" for `5 \text{ m}`), and a bare
-# word ("Nave").
-CONTROLS_PAID = 2894
-KNOWN_MISSES = {
-    *((t, letter) for t in ("intermediate", "correction", "correction_box") for letter in "ABCD"),
-    *((t, r"5 \text{ m}") for t in ("gsm8k", "bold_label", "bold_sentence")),
-    ("bare", "Nave"),
-    ("tagged", "Nave"),
-}
+# Controls of the probes' references that pay, as measured (2911 controls; 3 misses, listed below): a one-letter unit
+# in bold or GSM8K prose ("**Answer:** 5 m" for `5 \text{ m}`: `5 m` is read as 5 times m). Before the letter path read
+# labels and corrections and a lone word became an answer, 17 missed (2894 paid).
+CONTROLS_PAID = 2908
+KNOWN_MISSES = {(t, r"5 \text{ m}") for t in ("gsm8k", "bold_label", "bold_sentence")}
 
 
 @pytest.fixture(scope="module")
