@@ -63,3 +63,84 @@ def test_tolerance_mode(actual, expected, same):
 def test_bad_float_tolerance_names_the_option(value):
     with pytest.raises(ValueError, match="float_tolerance"):
         get_verifier("code", float_tolerance=value)
+
+
+# The candidate's output is compared in the trainer's process (issue 33): each step must be linear in its length.
+# The regular expression this replaced, `[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?`, backtracked quadratically on a
+# token of digits that ends otherwise (3.4 s for 16,000 digits and an `x`); number_kind reads the same tokens.
+_OLD_DECIMAL = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"
+
+
+def test_number_kind_reads_the_tokens_the_regular_expression_read():
+    import itertools
+    import re
+
+    from trl_grpo_ext.verifiers.code.runner import DECIMAL, INTEGER, number_kind
+
+    decimal, integer = re.compile(_OLD_DECIMAL), re.compile(r"[+-]?\d+")
+    for length in range(7):
+        for chars in itertools.product("09.eE+-x\u0663", repeat=length):
+            token = "".join(chars)
+            expected = None if not decimal.fullmatch(token) else INTEGER if integer.fullmatch(token) else DECIMAL
+            assert number_kind(token) == expected, token
+
+
+def test_float_reads_exactly_the_ascii_number_tokens():
+    """`_numbers_match` lets float() alone read a token of the characters 0-9 . e E + -: it must accept exactly the
+    tokens number_kind accepts there (nan, inf and 1_000 have other characters and go through number_kind)."""
+    import itertools
+
+    from trl_grpo_ext.verifiers.code.runner import number_kind
+
+    for length in range(8):
+        for chars in itertools.product("01.eE+-", repeat=length):
+            token = "".join(chars)
+            try:
+                float(token)
+                reads = True
+            except ValueError:
+                reads = False
+            assert reads == (number_kind(token) is not None), token
+
+
+PATHOLOGICAL_OUTPUTS = {
+    "digits_then_a_letter": lambda n: "1" * (n - 1) + "x",
+    "digits": lambda n: "7" * n,
+    "digits_then_a_point": lambda n: "1" * (n - 1) + ".",
+    "1e_repeated": lambda n: "1e" * (n // 2),
+    "point_then_digits_then_e": lambda n: "." + "1" * (n - 2) + "e",
+    "long_exponent": lambda n: "1e" + "9" * (n - 2),
+    "long_negative_exponent": lambda n: "1.5e-" + "9" * (n - 5),
+    "digits_e_digits": lambda n: "1" * (n // 2) + "e" + "1" * (n // 2 - 1),
+    "long_fraction": lambda n: "1.5" + "0" * (n - 3),
+    "tiny_decimal": lambda n: "0." + "0" * (n - 3) + "1",
+    "unicode_digits": lambda n: "\u0663" * (n // 2),
+    "many_tokens": lambda n: "1.0 " * (n // 4),
+    "many_lines": lambda n: "1.0\n" * (n // 4),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(PATHOLOGICAL_OUTPUTS))
+@pytest.mark.parametrize("expected", ["1.5\n", "1\n", "1.5 2.5\n3\n"])
+def test_a_pathological_output_costs_linear_time(shape, expected):
+    """8 MiB, the most a candidate may print: milliseconds here (bound generously: the machine is shared)."""
+    import time
+
+    output = PATHOLOGICAL_OUTPUTS[shape](8 << 20)
+    started = time.process_time()
+    same = outputs_match(output, expected, float_tolerance=1e-6)
+    assert time.process_time() - started < 2.0
+    assert same is (shape == "long_fraction" and expected == "1.5\n")
+
+
+def test_many_tokens_read_as_numbers_cost_linear_time():
+    """The slow path (every token differs as text, so each is read as a number) is bounded by the expected output's
+    tokens: 1 MiB of them, each within the tolerance, well under a second."""
+    import time
+
+    n = (1 << 20) // 5
+    started = time.process_time()
+    assert outputs_match("0.10 " * n, "0.1 " * n, float_tolerance=1e-6) is True
+    assert outputs_match("1.0\n" * n, "1\n" * n, float_tolerance=1e-6) is True
+    assert outputs_match("0.10 " * (n - 1) + "0.2", "0.1 " * n, float_tolerance=1e-6) is False
+    assert time.process_time() - started < 2.0
