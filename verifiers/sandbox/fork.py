@@ -6,7 +6,7 @@ candidate code) and asks it for one child per candidate. Each child gets, before
 
 - a process of its own, forked from the server's clean interpreter, so nothing a previous candidate did in memory
   (patched modules, threads, allocations) exists in it;
-- fresh namespaces: mount (a new, empty, size-limited tmpfs on /tmp), PID (its own /proc; when its first process
+- fresh namespaces: mount (a new, empty, size-limited tmpfs on /tmp and one on /dev/shm), PID (its own /proc; when its first process
   ends, the kernel kills every process left in it), IPC (System V objects) and network (loopback only);
 - a uid of its own, unique across the machine (sandbox/uids.py), after its rlimits are set: RLIMIT_NPROC counts this
   candidate's processes only, and it can neither signal nor trace another candidate.
@@ -134,7 +134,7 @@ class ForkedSandbox(SandboxProcess):
                 "rlimits": self.limits.rlimits(isolation.process_limit is not None), "uid": uid, "workdir": "/tmp",
                 "path": candidate_site_packages(isolation.level, isolation.site_packages),
             }  # fmt: skip
-            job = {"limits": harness_limits, "tmp_mb": self.limits.tmp_mb}
+            job = {"limits": harness_limits, "tmp_mb": self.limits.tmp_mb, "shm_mb": self.limits.shm_mb}
             if events is not None:  # the sandbox's own readings, for the benchmark (sandbox/stages.py)
                 harness_limits["stages"] = True
                 events["cpu_before_s"] = self.cgroup.cpu_s() if self.cgroup is not None else 0.0

@@ -1,7 +1,7 @@
 """Which isolation this machine gives untrusted candidate code, decided once per process by starting a real sandbox.
 
 - "bwrap": bubblewrap namespaces (PID, network, IPC, UTS, mount): a read-only view of /usr and the Python install
-  only (no /home, /root, /work, /etc), a private size-limited /tmp, no network device but loopback, an empty
+  only (no /home, /root, /work, /etc), a private size-limited /tmp and /dev/shm, no network device but loopback, an empty
   environment; when the PID namespace's first process ends, the kernel kills every process left in it. As root,
   each candidate gets these namespaces and its /tmp afresh inside one long-lived sandbox (sandbox/fork.py).
 - "rlimits": a plain process group with resource limits and an empty environment. It does NOT hide the file system,
@@ -151,13 +151,15 @@ def hidden_package_folders(trees: tuple[str, ...]) -> list[str]:
 
 def bwrap_command(
     python: str, tmp_mb: int, site_packages: tuple[str, ...] = (), die_with_parent: bool = True,
-    cgroup_namespace: bool = True, files: list[int] | None = None,
+    cgroup_namespace: bool = True, files: list[int] | None = None, shm_mb: int = 0,
 ) -> list:  # fmt: skip
     """The bubblewrap command line, up to the interpreter to run inside. `die_with_parent=False` for a sandbox that
     outlives the thread that starts it (the fork server, which ends when its control socket closes);
     `cgroup_namespace=False` for a fork server whose children join cgroups of their own (each then unshares one);
     `files`: descriptors of SANDBOX_FILES (`open_sandbox_files`), copied in by bubblewrap rather than bound, so that
-    no host path of this package shows in the candidate's /proc/self/mountinfo."""
+    no host path of this package shows in the candidate's /proc/self/mountinfo; `shm_mb`: a private tmpfs of that size
+    on /dev/shm (POSIX semaphores and shared memory, for `multiprocessing`; the fork server's candidates each mount
+    their own)."""
     prefix = str(Path(python).resolve().parent.parent)
     cmd = ["bwrap", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts"]
     cmd += ["--unshare-cgroup-try"] if cgroup_namespace else []
@@ -166,6 +168,8 @@ def bwrap_command(
     # are bound on top of it below, instead of being hidden by it.
     cmd += ["--new-session", "--proc", "/proc", "--dev", "/dev"]
     cmd += ["--size", str(tmp_mb << 20), "--tmpfs", "/tmp", "--chmod", "1777", "/tmp"]
+    if shm_mb > 0:
+        cmd += ["--size", str(shm_mb << 20), "--tmpfs", "/dev/shm", "--chmod", "1777", "/dev/shm"]
     cmd += ["--ro-bind", "/usr", "/usr"]
     for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(top):

@@ -114,11 +114,12 @@ class Sandbox(SandboxProcess):
         python = self.isolation.python
         if self.isolation.level == "bwrap":
             self.files = open_sandbox_files()
+            limits = self.limits
+            bwrap = bwrap_command(
+                python, limits.tmp_mb, self.isolation.site_packages, files=self.files, shm_mb=limits.shm_mb
+            )
             return (
-                [
-                    *bwrap_command(python, self.limits.tmp_mb, self.isolation.site_packages, files=self.files),
-                    *[python, *SCRIPT_FLAGS, "-S", f"{INSIDE_DIR}/harness.py"],
-                ],
+                [*bwrap, *[python, *SCRIPT_FLAGS, "-S", f"{INSIDE_DIR}/harness.py"]],
                 {},
                 "/tmp",
             )

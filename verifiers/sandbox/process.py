@@ -39,6 +39,13 @@ class Limits:
     open_files: int = 256
     output_bytes: int = 8 << 20
 
+    @property
+    def shm_mb(self) -> int:
+        """The size of the candidate's own /dev/shm (a tmpfs: POSIX semaphores and shared memory, which
+        `multiprocessing` needs): up to its memory. Its pages count against the candidate's cgroup, with the rest of its
+        memory, so it adds nothing to what the candidate may hold in all."""
+        return self.memory_mb
+
     def cgroup(self, tree: CgroupTree, with_init: bool = True) -> CandidateGroup:
         """A cgroup bounding the whole candidate: memory (its address space and its /tmp), processes (its own, and its
         init where that joins the group too) and, through the clock, CPU time."""

@@ -66,6 +66,25 @@ def test_a_correct_program_within_its_memory_scores_one(verifier):
     assert result.score == 1.0, (result.reason, result.details)
 
 
+# /dev/shm is each candidate's own tmpfs, up to memory_mb, whose pages count against the candidate's cgroup with the
+# rest of its memory (memory_mb + its 64 MiB /tmp in all): filled to its size, it leaves room for 40 MiB of heap
+# (256 + 40 + the interpreter < 320 MiB), not for 150 (which one process could hold under RLIMIT_AS alone).
+FILL_SHM = (
+    "import os\nn = 0\ntry:\n    while True:\n        with open(f'/dev/shm/fill{n}', 'wb') as f:\n"
+    "            f.write(b's' * (8 << 20))\n        n += 1\nexcept OSError as e:\n    print('full', e.errno, flush=True)\n"
+    "heap = [bytearray(1 << 20) for _ in range(int(input()))]\nprint(8 * n, 'MiB', flush=True)\n"
+)
+
+
+def test_dev_shm_is_private_bounded_and_counts_against_the_candidates_memory(verifier):
+    before = set(os.listdir("/dev/shm"))
+    within = verifier.verify(FILL_SHM, [{"input": "40", "output": "full 28\n256 MiB\n"}])
+    assert (within.score, within.reason) == (1.0, "correct"), (within.reason, within.details)
+    beyond = verifier.verify(FILL_SHM, [{"input": "150", "output": "full 28\n256 MiB\n"}])
+    assert (beyond.score, beyond.reason) == (0.0, "runtime_error: exit status -9"), (beyond.reason, beyond.details)
+    assert set(os.listdir("/dev/shm")) <= before  # nothing of the candidates' on the host's /dev/shm
+
+
 def test_processes_are_bounded_per_candidate_whatever_their_uid(verifier):
     code = "import os, time\nn = 0\nfor _ in range(200):\n    try: pid = os.fork()\n    except OSError: break\n"
     code += "    if pid == 0: time.sleep(30); os._exit(0)\n    n += 1\nprint(n)\n"

@@ -42,6 +42,21 @@ MAX_NEXT_ITEMS = 1 << 12  # items of an iterator per request: the judge asks for
 DATA_TYPES = (list, dict, set)
 
 
+def install_site_builtins() -> None:
+    """What `site` puts in builtins, which the sandbox's `python -S` lacks: `exit()` and `quit()` (they raise
+    SystemExit with their code, as in plain Python), `help`, `copyright`, `credits` and `license`. Only `site`'s
+    functions that set these builtins run (`-S` keeps its `main()` from running on import): `sys.path` stays as it is.
+    Run once when this module is imported (in the fork server, before any candidate)."""
+    import site
+
+    site.setquit()
+    site.setcopyright()
+    site.sethelper()
+
+
+install_site_builtins()
+
+
 def describe(exc: BaseException) -> str:
     try:
         return f"{type(exc).__name__}: {str(exc)[:300]}"
@@ -255,11 +270,21 @@ def exception_classes(exc: BaseException) -> dict:
         return {}
 
 
+def module_namespace(name: str) -> dict:
+    """The globals of a module `name` registered in `sys.modules`, as the candidate's code runs in: what the code
+    defines can be found by its module's name, as plain Python finds a script's (`__main__`) or an imported module's
+    (`pickle`, and so `multiprocessing.Pool.map` and `ProcessPoolExecutor`, send functions by that name)."""
+    module = types.ModuleType(name)
+    module.__builtins__ = builtins
+    sys.modules[name] = module
+    return module.__dict__
+
+
 def serve_functions(code: str, requests: LineReader, reply_fd: int) -> None:
     devnull = os.open(os.devnull, os.O_RDWR)
     os.dup2(devnull, 1)  # printing is allowed, but stdout is not a channel in this mode
     os.dup2(devnull, 2)
-    namespace = {"__name__": "candidate", "__builtins__": builtins}
+    namespace = module_namespace("candidate")
     try:
         exec(compile(code, "<candidate>", "exec"), namespace)
     except BaseException as exc:  # sys.exit() at import must not look like success
@@ -308,7 +333,8 @@ def warm_up() -> list[dict]:
 
 def run_script(code: str, stdin_text: str) -> None:
     sys.argv = ["main.py"]
-    namespace = {"__name__": "__main__", "__builtins__": builtins}
+    namespace = module_namespace("__main__")  # `python main.py`: the script is the module `__main__`
+    namespace["__file__"] = "main.py"
     try:
         exec(compile(code, "main.py", "exec"), namespace)
     except SystemExit:

@@ -13,7 +13,7 @@ descriptors) it makes, in a new PID namespace:
                 it ends, the kernel kills whatever is left in the namespace.
     candidate   PID 2, forked from the warm interpreter: joins the candidate's cgroup (through the `cgroup.procs`
                 descriptors the verifier sent with the job), unshares mount, IPC, network and cgroup namespaces, mounts
-                a fresh tmpfs on /tmp and its own /proc, brings loopback up, then runs the harness (harness.serve):
+                a fresh tmpfs on /tmp and on /dev/shm and its own /proc, brings loopback up, then runs the harness (harness.serve):
                 sets rlimits, drops to the candidate's own uid, joins a session keyring of its own, installs its
                 seccomp filter, runs the code. It is not PID 1: the kernel delivers every signal it or its children
                 send it as to a plain interpreter (a namespace's init would drop those it has no handler for).
@@ -72,13 +72,18 @@ def join_cgroup(fds) -> None:
         os.close(fd)
 
 
-def isolate(tmp_mb: int, cgroup: bool) -> None:
+def isolate(tmp_mb: int, cgroup: bool, shm_mb: int = 0) -> None:
     """Fresh mount, IPC and network namespaces for one candidate (PID 2 of its own PID namespace), a cgroup namespace
-    rooted at its own cgroup, an empty tmpfs of its own on /tmp, its own /proc, and loopback up."""
+    rooted at its own cgroup, an empty tmpfs of its own on /tmp and on /dev/shm (POSIX semaphores and shared memory:
+    multiprocessing's locks, pools and queues), its own /proc, and loopback up. The tmpfs pages are charged to the
+    cgroup of the process that writes them: the candidate's."""
     _check(LIBC.unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET | (CLONE_NEWCGROUP if cgroup else 0)), "unshare")
     _check(LIBC.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "making mounts private")
     options = f"size={int(tmp_mb)}m,mode=1777".encode()
     _check(LIBC.mount(b"tmpfs", b"/tmp", b"tmpfs", MS_NOSUID | MS_NODEV, options), "mounting /tmp")
+    if shm_mb > 0:
+        options = f"size={int(shm_mb)}m,mode=1777".encode()
+        _check(LIBC.mount(b"tmpfs", b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, options), "mounting /dev/shm")
     _check(LIBC.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mounting /proc")
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:  # a new network namespace has loopback down
         fcntl.ioctl(probe, SIOCSIFFLAGS, struct.pack("16sh22x", b"lo", IFF_UP | IFF_LOOPBACK | IFF_RUNNING))
@@ -92,7 +97,7 @@ def candidate(job: dict, request_r: int, reply_w: int, stdout_w: int, status_w: 
     try:
         join_cgroup(cgroup_fds)
         mark(events, "cgroup_joined")
-        isolate(job["tmp_mb"], bool(cgroup_fds))
+        isolate(job["tmp_mb"], bool(cgroup_fds), int(job.get("shm_mb", 0)))
         mark(events, "isolated")
     except OSError as exc:
         write_message(status_w, {"error": f"the sandbox could not isolate the candidate: {exc}"})
