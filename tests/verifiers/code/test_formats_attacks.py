@@ -202,3 +202,142 @@ def test_pytest_outcomes_are_not_swallowed_by_except_exception(verifier):
     )
     assert verifier.verify("def add(a, b):\n    raise TypeError('no')", tests).score == 1.0
     assert verifier.verify("def add(a, b):\n    return 0", tests).score == 0.0
+
+
+# --- Exceptions cross from the candidate to the test by identity (issue 33) ---
+# A candidate exception keeps its class: a builtin is the builtin, the candidate's own class is a class of its own, with
+# its real bases, whatever its name. So a BaseException that is no Exception (KeyboardInterrupt, GeneratorExit, its own
+# `class Boom(BaseException)`) escapes the test's `except Exception` and fails the test, as in plain execution, and an
+# exception class merely named like a builtin (`class ValueError(BaseException)`, `type("ValueError", (Exception,),
+# {})`) is not that builtin. Each test takes `add(1, 2) == 3` and an error for a non-integer `b`; every candidate below
+# computes the sums right, so only the class of its error decides (a binary reward: the sum's test passes).
+
+
+@pytest.fixture(scope="module")
+def binary():
+    v = make_code_verifier(5)
+    yield v
+    v.close()
+
+CHECKED = "def add(a, b):\n    if not isinstance(b, int):\n        raise {error}\n    return a + b\n"
+
+
+def _rejects(expected: str) -> dict[str, str]:
+    """The same test in four formats: the sum, and `expected` raised for add(1, 'x')."""
+    return {
+        "pytest": f"import pytest\nfrom solution import add\n\ndef test_sum():\n    assert add(1, 2) == 3\n\n"
+        f"def test_rejects():\n    with pytest.raises({expected}):\n        add(1, 'x')\n",
+        "unittest": f"import unittest\nfrom solution import add\n\nclass T(unittest.TestCase):\n"
+        f"    def test_sum(self):\n        self.assertEqual(add(1, 2), 3)\n\n    def test_rejects(self):\n"
+        f"        with self.assertRaises({expected}):\n            add(1, 'x')\n",
+        "asserts": f"assert add(1, 2) == 3\ntry:\n    add(1, 'x')\n    rejected = False\nexcept {expected}:\n"
+        "    rejected = True\nassert rejected\n",
+        "humaneval": {
+            "test": f"def check(candidate):\n    assert candidate(1, 2) == 3\n    try:\n        candidate(1, 'x')\n"
+            f"        rejected = False\n    except {expected}:\n        rejected = True\n    assert rejected\n",
+            "entry_point": "add",
+        },
+    }
+
+
+ANY_ERROR = _rejects("Exception")
+NOT_AN_EXCEPTION = {  # BaseExceptions that `except Exception` does not catch in plain execution
+    "keyboard_interrupt": CHECKED.format(error="KeyboardInterrupt"),
+    "generator_exit": CHECKED.format(error="GeneratorExit"),
+    "own_base_exception": "class Boom(BaseException):\n    pass\n\n" + CHECKED.format(error="Boom('no')"),
+    "bare_base_exception": CHECKED.format(error="BaseException('no')"),
+    "own_keyboard_interrupt": "class Stop(KeyboardInterrupt):\n    pass\n\n" + CHECKED.format(error="Stop()"),
+    "own_generator_exit": "class Halt(GeneratorExit):\n    pass\n\n" + CHECKED.format(error="Halt()"),
+    "system_exit_like": "class Done(SystemExit):\n    pass\n\n" + CHECKED.format(error="Done(0)"),
+    "base_exception_named_exception": "class Exception(BaseException):\n    pass\n\n"
+    + CHECKED.format(error="Exception('no')"),
+}
+IS_AN_EXCEPTION = {  # what the same tests accept, in plain execution and here
+    "type_error": CHECKED.format(error="TypeError('no')"),
+    "own_exception": "class Bad(Exception):\n    pass\n\n" + CHECKED.format(error="Bad('no')"),
+    "own_subclass_of_a_builtin": "class Bad(LookupError):\n    pass\n\n" + CHECKED.format(error="Bad('no')"),
+}
+
+
+@pytest.mark.parametrize("form", sorted(ANY_ERROR))
+@pytest.mark.parametrize("candidate", sorted(NOT_AN_EXCEPTION))
+def test_a_base_exception_is_not_caught_as_an_exception(binary, form, candidate):
+    assert_wrong_answer(binary.verify(NOT_AN_EXCEPTION[candidate], ANY_ERROR[form]))
+
+
+@pytest.mark.parametrize("form", sorted(ANY_ERROR))
+@pytest.mark.parametrize("candidate", sorted(IS_AN_EXCEPTION))
+def test_an_exception_is_caught_as_an_exception(binary, form, candidate):
+    result = binary.verify(IS_AN_EXCEPTION[candidate], ANY_ERROR[form])
+    assert (result.score, result.reason) == (1.0, "correct"), (result.reason, result.details)
+
+
+VALUE_ERROR = _rejects("ValueError")
+NAMED_LIKE_A_BUILTIN = {  # a class named ValueError that is no ValueError
+    "base_exception": "class ValueError(BaseException):\n    pass\n\n" + CHECKED.format(error="ValueError('no')"),
+    "exception": "class ValueError(Exception):\n    pass\n\n" + CHECKED.format(error="ValueError('no')"),
+    "made_by_type": "ValueError = type('ValueError', (Exception,), {})\n\n" + CHECKED.format(error="ValueError('no')"),
+    "subclass_of_another_builtin": "class ValueError(TypeError):\n    pass\n\n" + CHECKED.format(error="ValueError()"),
+    "patched_into_builtins": "import builtins\nbuiltins.ValueError = type('ValueError', (Exception,), {})\n\n"
+    + CHECKED.format(error="ValueError('no')"),
+    "renamed_class": "class Bad(Exception):\n    pass\n\nBad.__name__ = Bad.__qualname__ = 'ValueError'\n\n"
+    + CHECKED.format(error="Bad('no')"),
+    "key_error_for_a_value_error": "class KeyError(ValueError.__base__):\n    pass\n\n"
+    + CHECKED.format(error="KeyError('no')"),
+    # The harness that describes the class runs in the candidate's process: a forged description names a builtin
+    # that is not one, or makes its own class of the judge's own names; neither is a ValueError.
+    "forged_description_of_a_builtin": "import sys\nh = sys.modules.get('harness') or sys.modules['__main__']\n"
+    "h.exception_class = lambda cls, handles: {'type': 'Skipped', 'own': []}\n"
+    + CHECKED.format(error="RuntimeError('no')"),
+    "forged_description_of_its_own_class": "import sys\nh = sys.modules.get('harness') or sys.modules['__main__']\n"
+    "h.exception_class = lambda cls, handles: {'type': 7, 'own': [[7, 'ValueError', ['Skipped', 7, 'SkipTest']]]}\n"
+    + CHECKED.format(error="RuntimeError('no')"),
+}
+A_VALUE_ERROR = {  # the builtin ValueError, or a class that really is one
+    "builtin": CHECKED.format(error="ValueError('no')"),
+    "own_subclass": "class Bad(ValueError):\n    pass\n\n" + CHECKED.format(error="Bad('no')"),
+    "standard_library_subclass": "import json\n\n" + CHECKED.format(error="json.JSONDecodeError('no', 'x', 0)"),
+    "named_like_another_builtin": "class KeyError(ValueError):\n    pass\n\n" + CHECKED.format(error="KeyError('no')"),
+}
+
+
+@pytest.mark.parametrize("form", sorted(VALUE_ERROR))
+@pytest.mark.parametrize("candidate", sorted(NAMED_LIKE_A_BUILTIN))
+def test_an_exception_class_named_like_a_builtin_is_not_that_builtin(binary, form, candidate):
+    assert_wrong_answer(binary.verify(NAMED_LIKE_A_BUILTIN[candidate], VALUE_ERROR[form]))
+
+
+@pytest.mark.parametrize("form", sorted(VALUE_ERROR))
+@pytest.mark.parametrize("candidate", sorted(A_VALUE_ERROR))
+def test_an_exception_that_is_the_builtin_is_caught_as_the_builtin(binary, form, candidate):
+    result = binary.verify(A_VALUE_ERROR[candidate], VALUE_ERROR[form])
+    assert (result.score, result.reason) == (1.0, "correct"), (result.reason, result.details)
+
+
+def test_the_solutions_own_class_named_like_a_builtin_is_its_own(binary):
+    # `from solution import ValueError` is the solution's class, as under plain pytest: it catches that class only
+    tests = (
+        "import pytest\nfrom solution import add, ValueError as Own\n\ndef test_own():\n    with pytest.raises(Own):\n"
+        "        add(1, 'x')\n\ndef test_not_builtin():\n    assert not issubclass(Own, Exception)\n"
+    )
+    own = "class ValueError(BaseException):\n    pass\n\n" + CHECKED.format(error="ValueError('no')")
+    result = binary.verify(own, tests)
+    assert (result.score, result.reason) == (1.0, "correct"), (result.reason, result.details)
+    assert_wrong_answer(binary.verify(CHECKED.format(error="ValueError('no')"), tests))  # no such name to import
+
+
+def test_a_keyboard_interrupt_ends_the_run_as_it_ends_pytest_and_unittest():
+    # plain pytest stops the session at a KeyboardInterrupt, unittest lets it through: no test after it passes
+    v = make_code_verifier(5, partial_credit=True)
+    interrupts = "def add(a, b):\n    if a == 0:\n        raise KeyboardInterrupt\n    return a + b\n"
+    pytest_tests = "from solution import add\n\ndef test_a():\n    assert add(1, 2) == 3\n\ndef test_b():\n"
+    pytest_tests += "    try:\n        add(0, 1)\n    except Exception:\n        pass\n\ndef test_c():\n    assert add(2, 2) == 4\n"
+    unittest_tests = "import unittest\nfrom solution import add\n\nclass T(unittest.TestCase):\n    def test_a(self):\n"
+    unittest_tests += "        self.assertEqual(add(1, 2), 3)\n\n    def test_b(self):\n        add(0, 1)\n\n"
+    unittest_tests += "    def test_c(self):\n        self.assertEqual(add(2, 2), 4)\n"
+    try:
+        for tests in (pytest_tests, unittest_tests):
+            result = v.verify(interrupts, tests)
+            assert (result.details["passed"], result.details["total"]) == (1, 3), (result.reason, result.details)
+    finally:
+        v.close()

@@ -17,7 +17,7 @@ anything. Standard library only, imported by the judge script: no package-relati
 
 from __future__ import annotations
 
-from formats_units import CandidateFailure, CandidateGone, JudgeFault, UnitTally, describe
+from formats_units import CandidateFailure, JudgeFault, UnitTally, describe
 from protocol import ProtocolError, decode
 
 
@@ -41,7 +41,9 @@ def judge_cases(job: dict, kinds: dict, remote, tally: UnitTally) -> dict:
                     found.append(remote(name))
                 else:
                     raise CandidateFailure(f"the completion defines no function {name!r} and no class Solution")
-            except (Exception, CandidateGone, SystemExit) as exc:
+            except JudgeFault:
+                raise
+            except BaseException as exc:  # the candidate's, whatever its class: every case fails with it
                 found.append(exc)
         if isinstance(found[0], BaseException):
             raise found[0]

@@ -21,11 +21,11 @@ import unittest
 
 from formats_modules import JUDGE_MODULE
 from formats_units import (
-    CandidateGone,
-    Failed,
     FixtureSpec,
+    JudgeFault,
     Mark,
     ParameterSet,
+    Skipped,
     UnitTally,
     UnsupportedTest,
 )
@@ -114,7 +114,9 @@ def call_with_optional_argument(function, argument) -> SetupFailed | None:
     function = getattr(function, "__func__", function)  # a classmethod's function, called with the class
     try:
         function(argument) if function.__code__.co_argcount else function()
-    except (Exception, CandidateGone, Failed, SystemExit) as exc:
+    except (JudgeFault, Skipped):
+        raise
+    except BaseException as exc:  # whatever class the candidate's exception has: the set-up failed
         return SetupFailed(exc)
     return None
 
@@ -243,7 +245,9 @@ def _finish(generators: list, quiet: bool) -> None:
             error = error or RuntimeError("a fixture yielded more than once")
         except StopIteration:
             pass
-        except (Exception, CandidateGone, Failed) as exc:
+        except (JudgeFault, Skipped):
+            raise
+        except BaseException as exc:
             error = error or exc
     generators.clear()
     if error is not None and not quiet:

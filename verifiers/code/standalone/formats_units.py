@@ -2,8 +2,10 @@
 
 A unit is what a format counts for `partial_credit`: a test function (each parametrized case once), a test method, a
 call-based case. It passes when it runs to its end without an exception. How a candidate's exception reaches the
-test code (`candidate_raised`) is decided here once, for every format: with its builtin type, so that test code
-expecting it behaves as in plain execution, while a sandbox that died raises `CandidateGone`, which no test can catch.
+test code (`candidate_raised`) is decided here once, for every format: with its class, by identity (a builtin is the
+builtin, the candidate's own class is a class of its own with its real bases, whatever its name), so that test code
+expecting it, or not catching it, behaves as in plain execution, while a sandbox that died raises `CandidateGone`,
+which no test can catch.
 
 Standard library only, imported by the judge script (judge.py): no package-relative imports.
 """
@@ -16,8 +18,7 @@ import builtins
 class CandidateFailure(Exception):
     """The candidate raised, or sent something that is not plain data."""
 
-    type_name = ""  # the type of the exception the candidate raised, as its sandbox reported it
-    type_names = frozenset()  # that type's classes, its own first (see candidate_raised)
+    type_name = ""
 
 
 class CandidateGone(BaseException):
@@ -71,114 +72,145 @@ class ParameterSet:
         self.values, self.marks, self.id = values, marks, id
 
 
-_RAISED_TYPES: dict[str, type] = {}
-_NOT_MAPPED = (StopIteration, StopAsyncIteration, BaseExceptionGroup)
-MAX_TYPE_NAMES = 32
+class CandidateRaised:
+    """What every exception the judge raises for one the candidate raised is, besides its classes (a mixin, neither an
+    Exception nor a BaseException: it changes no `except` clause of the test code). `message` is the candidate's
+    message, `type_name` its class's name, for the verdict's reason only."""
+
+    message = ""
+    type_name = ""
 
 
-class CandidateExit(SystemExit):
+def _message(exc) -> str:
+    """The candidate's message; an instance the test code makes itself (`AppError("x")`) has its arguments."""
+    return exc.message if "message" in vars(exc) else BaseException.__str__(exc)
+
+
+class CandidateExit(SystemExit, CandidateRaised):
     """The candidate called `sys.exit()` (or raised SystemExit) in a call: test code expecting it
     (`pytest.raises(SystemExit)`, `assertRaises(SystemExit)`) sees it, as in plain execution, and, as there, it is not
     an `Exception`: `except Exception` in test code does not swallow it."""
 
     type_name = "SystemExit"
-    type_names = frozenset({"SystemExit"})
-
-    def __str__(self):
-        return self.message
+    __str__ = _message
 
 
-class CandidateClasses:
-    """The candidate's exception classes as the judge knows them, per verification: one class of the judge's making per
-    name (a CandidateFailure, holding nothing of the candidate's), so that `self.assertRaises(solution.AppError)` and
-    `except solution.AppError:` work; an exception the candidate raises is an instance of the classes named in its
-    MRO, and so is caught by each of them, as in plain execution."""
-
-    def __init__(self):
-        self.named: dict[str, type] = {}
-        self.combined: dict[tuple, type] = {}
-
-    def named_class(self, name: str) -> type | None:
-        if name not in self.named and len(self.named) < MAX_CLASSES:
-            self.named[name] = type(name, (CandidateFailure,), {"__str__": _message})
-        return self.named.get(name)
-
-    def combined_class(self, bases: tuple) -> type:
-        if bases not in self.combined and len(self.combined) < MAX_CLASSES:
-            try:
-                made = type(bases[0].__name__, bases, {"__str__": _message})
-            except TypeError:  # no consistent order, or a layout conflict: the first class alone
-                made = bases[0]
-            self.combined[bases] = made
-        return self.combined.get(bases, bases[0])
+# Builtin exception classes the test code never receives as they are: a StopIteration would end a loop over
+# `map(candidate, ...)` silently, and exception groups need arguments a message cannot give. Each stands for its
+# closest ordinary ancestor, so `except Exception` still catches what it would have caught.
+_STANDS_FOR = {StopIteration: Exception, StopAsyncIteration: Exception, BaseExceptionGroup: BaseException}
+_STANDS_FOR[ExceptionGroup] = Exception
+_RAISED_TYPES: dict[type, type] = {SystemExit: CandidateExit}
+MAX_CLASSES = 256  # the candidate's own exception classes per verification
+MAX_OWN_ENTRIES = 64  # classes described in one report (harness.MAX_EXCEPTION_CLASSES)
+MAX_BASES = 16
 
 
-MAX_CLASSES = 256
-
-
-def _message(exc) -> str:
-    """The candidate's message; an instance the test code makes itself (`AppError("x")`) has its arguments."""
-    return exc.message if hasattr(exc, "message") else Exception.__str__(exc)
-
-
-def candidate_raised(error_text: str, type_names=(), exit_code=None, classes: CandidateClasses | None = None):
-    """The exception the judge raises for a call in which the candidate raised `error_text` ("ValueError: msg").
-
-    `type_names`: the names of the classes of the candidate's exception, its own first (`[InvalidInput, AppError,
-    ValueError, Exception, BaseException]`), as the sandbox reported them. The first builtin exception type among them
-    is kept (the object is both a `ValueError` and a `CandidateFailure`), so test code that expects it
-    (`pytest.raises(ValueError)`, `assertRaises(KeyError)`, `except ZeroDivisionError`) behaves as in plain
-    execution, a candidate's subclass of ValueError included; `str()` gives the candidate's message, never its class's
-    name. The candidate's own classes among them become classes of `classes` (CandidateClasses), of which it is an
-    instance; the names are also kept, so `pytest.raises(solution.AppError)` matches a subclass of `AppError`.
-    SystemExit arrives as CandidateExit.
-    """
-    name, _, message = error_text.partition(": ")
-    names = [name]
-    if type(type_names) is list:
-        names += [n for n in type_names[:MAX_TYPE_NAMES] if type(n) is str and n.isidentifier()]
-    if "SystemExit" in names:
-        exc = CandidateExit(exit_code)
-    else:
-        builtin = next(filter(None, map(_builtin_exception, names)), None)
-        own = [] if classes is None else [classes.named_class(n) for n in dict.fromkeys(names) if _is_own(n)]
-        bases = tuple(filter(None, [_raised_class(builtin) if builtin is not None else None, *own]))
-        cls = CandidateFailure if not bases else bases[0] if len(bases) == 1 else classes.combined_class(bases)
-        exc = _instance(cls, message)
-    exc.message, exc.type_name, exc.type_names = message, name, frozenset(names)
-    return exc
-
-
-def _is_own(name: str) -> bool:
-    """A class name that is not a builtin's: one of the candidate's own classes (or a standard module's)."""
-    return not isinstance(getattr(builtins, name, None), type)
-
-
-def _builtin_exception(name: str) -> type | None:
-    base = getattr(builtins, name, None)
-    if isinstance(base, type) and issubclass(base, Exception) and base is not Exception:
-        if not issubclass(base, _NOT_MAPPED):
-            return base
-    return None
+def _builtin_class(name) -> type | None:
+    """The builtin exception class of that name, or None."""
+    base = getattr(builtins, name, None) if type(name) is str else None
+    return base if isinstance(base, type) and issubclass(base, BaseException) else None
 
 
 def _raised_class(base: type) -> type:
-    cls = _RAISED_TYPES.get(base.__name__)
-    if cls is None:
-        cls = _RAISED_TYPES[base.__name__] = type(base.__name__, (base, CandidateFailure), {"__str__": _message})
-    return cls
+    """The class of the exceptions the judge raises for a builtin one the candidate raised: that builtin class (or what
+    stands for it) and CandidateRaised."""
+    if base not in _RAISED_TYPES:
+        real = _STANDS_FOR.get(base, base)
+        _RAISED_TYPES[base] = type(base.__name__, (real, CandidateRaised), {"__str__": _message})
+    return _RAISED_TYPES[base]
 
 
-def _instance(cls: type, message: str):
+class CandidateClasses:
+    """The candidate's own exception classes as the judge knows them, per verification: one class of the judge's making
+    per class of the candidate's, known by its identity (the number the sandbox gives each class object), never by its
+    name, and made with the judge's classes for the real bases: the builtin classes themselves, and the judge's classes
+    of the candidate's own. `except AppError`, `pytest.raises(solution.AppError)` and `assertRaises(AppError)` catch an
+    AppError and its subclasses, as in plain execution; a candidate's `class ValueError(BaseException)` is a class named
+    ValueError that is no ValueError, and no Exception either. Nothing of the candidate runs here: a class holds its
+    name and bases only."""
+
+    def __init__(self):
+        self.own: dict[int, type] = {}
+
+    def resolve(self, described) -> type | None:
+        """The judge's class for an exception class as the sandbox describes it (harness.exception_class): a builtin
+        class itself, or one of the candidate's own; None when the description is not one."""
+        if type(described) is not dict:
+            return None
+        entries: dict = {}
+        own = described.get("own")
+        for entry in own[:MAX_OWN_ENTRIES] if type(own) is list else ():
+            if type(entry) is list and len(entry) == 3 and type(entry[0]) is int and type(entry[1]) is str:
+                entries.setdefault(entry[0], entry)
+        return self._class(described.get("type"), entries, set())
+
+    def _class(self, ref, entries: dict, making: set) -> type | None:
+        if type(ref) is str:
+            return _builtin_class(ref)
+        if type(ref) is not int:
+            return None
+        if ref in self.own:
+            return self.own[ref]
+        if ref not in entries or ref in making or len(self.own) >= MAX_CLASSES:  # a cycle: only a forged report
+            return None
+        making.add(ref)
+        _, name, bases = entries[ref]
+        bases = [self._class(b, entries, making) for b in (bases[:MAX_BASES] if type(bases) is list else ())]
+        self.own[ref] = made = _own_class(name[:100], [b for b in bases if b is not None])
+        return made
+
+
+def _own_class(name: str, bases: list) -> type:
+    """A class of the judge's making named `name`, with `bases` (builtin classes, or the judge's classes of the
+    candidate's own; what stands for a builtin the test never receives) and CandidateRaised."""
+    bases = list(dict.fromkeys(_STANDS_FOR.get(b, b) for b in bases)) or [BaseException]
+    namespace = {"__str__": _message, "__module__": "solution", "__qualname__": name, "type_name": name}
+    for tried in (bases, bases[:1], [BaseException]):  # a forged report's bases may not combine
+        try:
+            return type(name, (*tried, CandidateRaised), namespace)
+        except TypeError:
+            continue
+    raise JudgeFault(f"cannot make an exception class named {name!r}")
+
+
+def candidate_raised(error_text: str, described=None, exit_code=None, classes: CandidateClasses | None = None):
+    """The exception the judge raises for a call in which the candidate raised `error_text` ("ValueError: msg").
+
+    `described`: the exception's class as the sandbox described it (harness.exception_class). Its class crosses by
+    identity (CandidateClasses): a builtin is the builtin (with CandidateRaised), so test code that expects it
+    (`pytest.raises(ValueError)`, `assertRaises(KeyError)`, `except ZeroDivisionError`) behaves as in plain
+    execution, a candidate's subclass of ValueError included, and a KeyboardInterrupt or a `class Boom(BaseException)`
+    escapes `except Exception` as it does there; `str()` gives the candidate's message, never its class's name.
+    SystemExit arrives as CandidateExit, with its code. A class the judge cannot tell (no description, or a class made
+    to break it) is a bare BaseException: only `except BaseException` or a bare `except` catches it."""
+    name, _, message = error_text.partition(": ")
+    cls = classes.resolve(described) if classes is not None else None
+    builtin = cls if cls is not None and cls.__module__ == "builtins" else None
+    cls = _raised_class(builtin) if builtin is not None else cls or _raised_class(BaseException)
+    exc = _instance(cls, exit_code if issubclass(cls, SystemExit) else message)
+    exc.message, exc.type_name = message, name
+    return exc
+
+
+def builtin_raised(base: type, message: str):
+    """An exception of the builtin class `base` that plain execution would raise at the test's use of the candidate (an
+    import of a name the solution does not define): the candidate's fault, not the test code's."""
+    exc = _instance(_raised_class(base), message)
+    exc.message, exc.type_name = message, base.__name__
+    return exc
+
+
+def _instance(cls: type, argument):
     try:
-        return cls(message)
+        return cls(argument)
     except TypeError:  # UnicodeDecodeError and friends want more arguments; the message is all there is
-        return cls.__new__(cls, message)
+        return cls.__new__(cls, argument)
 
 
 def describe(exc: BaseException) -> str:
     message = str(exc)[:200]
-    name = getattr(exc, "type_name", "") if isinstance(exc, (CandidateFailure, CandidateExit)) else ""
+    name = getattr(exc, "type_name", "") if isinstance(exc, (CandidateFailure, CandidateRaised)) else ""
     name = name or type(exc).__name__
     return f"{name}: {message}" if message else name
 
@@ -196,6 +228,7 @@ class UnitTally:
         self.failed_units: set[str] = set()
         self.failures: list[dict] = []
         self.unusable: str | None = None
+        self.interrupted: str | None = None  # a KeyboardInterrupt ended the run (see `run`)
 
     def expect(self, name: str) -> None:
         self.results.setdefault(name, False)  # a unit that never reports (its class set-up failed) has failed
@@ -203,6 +236,8 @@ class UnitTally:
     def passed(self, name: str) -> None:
         if self.gone():
             self.failed(name, CandidateGone(self.gone()))
+        elif self.interrupted:
+            self.failed(name, builtin_raised(KeyboardInterrupt, f"the run was interrupted ({self.interrupted})"))
         elif name not in self.failed_units:
             self.results[name] = True
 
@@ -223,17 +258,28 @@ class UnitTally:
             self.failures.append({"test": where, "error": describe(exc)})
 
     def run(self, name: str, body) -> None:
-        """Run one unit: it passes when `body()` returns."""
+        """Run one unit: it passes when `body()` returns. Any other exception fails it, whatever its class (the
+        candidate's `class Boom(BaseException)` and its GeneratorExit too, as pytest and unittest fail the test); a
+        KeyboardInterrupt also ends the run (`interrupt`), as it ends a pytest session or a unittest run."""
         if self.unusable:
             return
         try:
             body()
         except Skipped:
             self.skipped(name)
-        except (Exception, CandidateGone, Failed, SystemExit) as exc:
+        except JudgeFault:
+            raise
+        except BaseException as exc:
             self.failed(name, exc)
+            if isinstance(exc, KeyboardInterrupt):
+                self.interrupt(exc)
         else:
             self.passed(name)
+
+    def interrupt(self, exc: BaseException) -> None:
+        """A KeyboardInterrupt (the candidate's) ended the run: no unit passes from now on, as none runs after it in
+        plain execution."""
+        self.interrupted = self.interrupted or describe(exc)
 
     def verdict(self) -> dict:
         if self.unusable:

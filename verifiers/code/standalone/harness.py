@@ -160,17 +160,22 @@ def apply_limits(limits: dict) -> None:
 
 class Handles:
     """Objects that are not plain data stay here; the judge refers to them by number, one number per object (an
-    iterator the judge advances must be one stream however often it comes back: `iter(gen) is gen`)."""
+    iterator the judge advances must be one stream however often it comes back: `iter(gen) is gen`; an exception class
+    is one class however often its exceptions are raised)."""
 
     def __init__(self):
         self.objects = {}
         self.numbers = {}  # id(obj) -> number; the objects are kept alive, so ids are not reused
 
-    def add(self, obj):
+    def number(self, obj) -> int:
         number = self.numbers.get(id(obj))
         if number is None:
             number = self.numbers[id(obj)] = len(self.objects) + 1
             self.objects[number] = obj
+        return number
+
+    def add(self, obj):
+        number = self.number(obj)
         # The judge proxies an iterator with next(); any other object without it (its type's name is not used).
         is_iterator = hasattr(type(obj), "__next__") and hasattr(type(obj), "__iter__")
         return {"h": number, "type": ITERATOR if is_iterator else "object"}
@@ -207,6 +212,8 @@ def answer(request: dict, namespace: dict, handles: Handles) -> dict:
             return roomy(call_reply, request, value, args, kwargs, handles)
         if op == "next":
             return next_items(request_id, obj, request.get("count"), handles)
+        if op == "class":  # a global the judge was told is an exception class (global_kinds): how it is made
+            return {"id": request_id, "ok": True, "class": exception_class(obj, handles)}
         if op == "getattr":
             value = getattr(obj, request["attr"])
         elif op == "iter":
@@ -217,7 +224,7 @@ def answer(request: dict, namespace: dict, handles: Handles) -> dict:
             raise ValueError(f"unknown op {op!r}")
         return {"id": request_id, "ok": True, "value": roomy(encode, value, handles.add)}
     except BaseException as exc:  # SystemExit too: a call that exits has not returned a value
-        return {"id": request_id, "ok": False, "error": describe(exc), **exception_classes(exc)}
+        return {"id": request_id, "ok": False, "error": describe(exc), **raised_class(exc, handles)}
 
 
 def decode_arguments(request: dict, handles: Handles) -> tuple[list, dict]:
@@ -254,20 +261,48 @@ def next_items(request_id, iterator, count, handles: Handles) -> dict:
     except BaseException as exc:
         if not items:
             raise
-        reply["raised"] = {"error": describe(exc), **exception_classes(exc)}
+        reply["raised"] = {"error": describe(exc), **raised_class(exc, handles)}
     return {**reply, "value": roomy(encode, items, handles.add)}
 
 
-def exception_classes(exc: BaseException) -> dict:
-    """The names of the exception's classes, its own first (the judge matches `pytest.raises(AppError)` against a
-    subclass of it, and `except ValueError` against a subclass of that), and a SystemExit's code."""
+# The builtin exception classes, as this interpreter has them before any candidate code runs (the fork server imports
+# this module): a class is reported as a builtin only when it is that very object, never by its name.
+BUILTIN_EXCEPTIONS = {
+    name: obj for name, obj in vars(builtins).items() if isinstance(obj, type) and issubclass(obj, BaseException)
+}
+MAX_EXCEPTION_CLASSES = 64  # of one exception's class and its ancestors
+
+
+def raised_class(exc: BaseException, handles: Handles) -> dict:
+    """The class of an exception the candidate raised (`exception_class`), and a SystemExit's code."""
     try:
-        found = {"types": [cls.__name__ for cls in type(exc).__mro__[:-1]][:32]}
+        found = {"class": exception_class(type(exc), handles)}
         if isinstance(exc, SystemExit):
             found["code"] = encode(exc.code)
         return found
-    except BaseException:  # a class made to break this: the judge then knows its name only
+    except BaseException:  # a class made to break this: the judge then knows nothing of it (see formats_units.py)
         return {}
+
+
+def exception_class(cls, handles: Handles) -> dict | None:
+    """An exception class as the judge rebuilds it, by identity, never by name: {"type": ref, "own": [[number, name,
+    [ref of each base]], ...]}, where a ref is the name of a builtin exception class that `cls` (or the base) is, or
+    the number of one of the candidate's own classes (the standard library's count as its own: they are not the
+    builtins), each listed in "own" with its real bases (those that are exception classes). A candidate's `class
+    ValueError(BaseException)` is its own class named ValueError, whose base is the builtin BaseException. None when
+    `cls` is not an exception class."""
+    if not (isinstance(cls, type) and issubclass(cls, BaseException)):
+        return None
+
+    def ref(c):
+        return c.__name__ if BUILTIN_EXCEPTIONS.get(c.__name__) is c else handles.number(c)
+
+    own = []
+    for c in [c for c in cls.__mro__ if issubclass(c, BaseException)][:MAX_EXCEPTION_CLASSES]:
+        if BUILTIN_EXCEPTIONS.get(c.__name__) is not c:
+            bases = [ref(b) for b in c.__bases__ if issubclass(b, BaseException)]
+            own.append([handles.number(c), str(c.__name__)[:100], bases[:MAX_EXCEPTION_CLASSES]])
+    return {"type": ref(cls), "own": own}
 
 
 def module_namespace(name: str) -> dict:

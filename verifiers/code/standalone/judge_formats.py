@@ -18,9 +18,10 @@ from formats_modules import count_tests
 from formats_pytest import make_stand_in
 from formats_runner import run_test_module
 from formats_units import (
-    CandidateExit,
     CandidateFailure,
     CandidateGone,
+    CandidateRaised,
+    JudgeFault,
     ReferenceFault,
     UnitTally,
     UnsupportedTest,
@@ -28,7 +29,7 @@ from formats_units import (
 )
 from judge_namespace import CandidateModule, LiveValues, bind_candidate, candidate_values
 from judge_prepared import TEST_FILE, Prepared, prepared_test
-from judge_proxy import RemoteObject, Session, candidate_class_name
+from judge_proxy import RemoteObject, Session
 
 
 def reference_fault(exc: BaseException, session: "Session") -> str | None:
@@ -38,7 +39,7 @@ def reference_fault(exc: BaseException, session: "Session") -> str | None:
     """
     if isinstance(exc, UnsupportedTest):
         return str(exc)
-    if isinstance(exc, (CandidateFailure, CandidateExit)):
+    if isinstance(exc, (CandidateFailure, CandidateRaised)):
         return None
     if isinstance(exc, ImportError):
         hint = ""
@@ -118,13 +119,15 @@ def judge_asserts(job: dict, session: Session, prepared: Prepared, kinds: dict) 
         return {"unusable": str(exc)}
     except CandidateGone as exc:  # the remaining asserts did not run: they have not passed
         error = f"candidate_error: {exc}"
-    except (Exception, SystemExit) as exc:
+    except JudgeFault:
+        raise
+    except BaseException as exc:  # whatever ends a script run as plain Python: a KeyboardInterrupt too
         if ends_script(exc):  # the test code's own `sys.exit(0)`: the script ends there, as in plain execution
             return {"total": prepared.total, "passed": tally.passed(), "failures": tally.failures, "error": None}
         fault = reference_fault(exc, session)
         if fault:
             return {"unusable": fault}
-        candidate = isinstance(exc, (CandidateFailure, CandidateExit))
+        candidate = isinstance(exc, (CandidateFailure, CandidateRaised))
         error = f"candidate_error: {describe(exc)}" if candidate else describe(exc)
     return {"total": prepared.total, "passed": tally.passed(), "failures": tally.failures, "error": error}
 
@@ -148,7 +151,9 @@ def judge_test_module(job: dict, session: Session, prepared: Prepared, kinds: di
         exec(prepared.code_for(candidate_values(kinds)), namespace)
     except UnsupportedTest as exc:
         return {"unusable": str(exc)}
-    except (Exception, CandidateGone, SystemExit) as exc:  # pytest fails every test of a module that does not load
+    except JudgeFault:
+        raise
+    except BaseException as exc:  # pytest fails every test of a module that does not load
         fault = None if isinstance(exc, CandidateGone) else reference_fault(exc, session)
         if fault:
             return {"unusable": fault}
@@ -157,6 +162,9 @@ def judge_test_module(job: dict, session: Session, prepared: Prepared, kinds: di
         run_test_module(namespace, tally, TEST_FILE)
     except UnsupportedTest as exc:
         return {"unusable": str(exc)}
+    except KeyboardInterrupt as exc:  # unittest lets the candidate's through: it ends the run, as it ends unittest's
+        tally.interrupt(exc)
+        tally.note("the test run", exc)
     return tally.verdict()
 
 
@@ -168,7 +176,7 @@ def bind_solution_module(namespace: dict, session: Session, kinds: dict, module:
     namespace.update(
         __judge_import__=solution.__getattr__, __judge_module__=lambda: solution,
         __judge_star__=lambda names: solution.star(names, referenced),
-        __judge_unsupported__=CandidateModule.unsupported, __judge_pytest__=make_stand_in(candidate_class_name),
+        __judge_unsupported__=CandidateModule.unsupported, __judge_pytest__=make_stand_in(),
         __judge_value__=LiveValues(session),
     )  # fmt: skip
 

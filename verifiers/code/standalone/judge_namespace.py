@@ -17,7 +17,7 @@ import importlib
 import sys
 
 from formats_modules import JUDGE_MODULE
-from formats_units import UnsupportedTest, candidate_raised
+from formats_units import UnsupportedTest, builtin_raised
 from judge_proxy import RemoteObject, Session
 
 # Importing these has side effects a test never needs; a candidate could name them as its "module" globals.
@@ -79,14 +79,27 @@ def bind_name(session: Session, name: str, kind, own_function: bool = False):
         return _UNBOUND if module is None else module
     if kind == "callable":
         return RemoteObject(session, {"name": name})
-    if kind == "exception":  # a class of the judge's making that the candidate's exceptions of that name belong to
-        return session.classes.named_class(name) or RemoteObject(session, {"name": name})
+    if kind == "exception":  # the judge's class for it, by identity (formats_units.CandidateClasses)
+        return exception_class(session, name)
     if isinstance(kind, str) and kind.startswith("module:"):
         session.touched = True  # the candidate chose what this name is: `import math as add`
         return RemoteObject(session, {"name": name}, "module")
     if kind == "value":
         return session.request("get", {"name": name})[1]
     return _UNBOUND
+
+
+def exception_class(session: Session, name: str):
+    """The class the candidate's global `name` is (it reported an exception class): the builtin class itself for a
+    builtin one (`AppError = ValueError`), else the judge's class of the candidate's own, which its exceptions of that
+    class are instances of; a proxy when the sandbox does not describe it. Asking is not using the candidate: test
+    code that fails before any call is still the reference's fault (`Session.touched`)."""
+    touched = session.touched
+    try:
+        reply, _ = session.request("class", {"name": name})
+    finally:
+        session.touched = touched
+    return session.classes.resolve(reply.get("class")) or RemoteObject(session, {"name": name})
 
 
 def candidate_values(kinds: dict) -> set:
@@ -133,7 +146,7 @@ class CandidateModule:
         own = kind in ("callable", "exception")
         value = bind_name(self._session, name, kind, own) if name in self._kinds else _UNBOUND
         if value is _UNBOUND:
-            raise candidate_raised(f"ImportError: cannot import name {name!r} from {self._module!r}")
+            raise builtin_raised(ImportError, f"cannot import name {name!r} from {self._module!r}")
         return value
 
     def star(self, names: dict, referenced: set) -> None:

@@ -19,6 +19,8 @@ from formats_units import (
 )
 from protocol import ITERATOR, MAX_MESSAGE_BYTES, LineReader, ProtocolError, decode, encode, roomy, write_message
 
+READS = ("get", "class")  # requests that only read the candidate's state
+
 
 class Session:
     """Request/reply conversation with one candidate sandbox.
@@ -60,7 +62,7 @@ class Session:
 
     def request(self, op: str, target: dict, **fields):
         self.touched = True
-        self.actions += op != "get"  # what may change the candidate's state (see judge_namespace.LiveValues)
+        self.actions += op not in READS  # what may change the candidate's state (see judge_namespace.LiveValues)
         if self.gone:
             raise CandidateGone(self.gone)
         self.next_id += 1
@@ -74,8 +76,8 @@ class Session:
             self.gone = "reply out of sequence"
             raise CandidateGone(self.gone)
         if not reply["ok"]:
-            error, types = str(reply.get("error"))[:300], reply.get("types")
-            raise candidate_raised(error, types, exit_code(reply.get("code")), self.classes)
+            error = str(reply.get("error"))[:300]
+            raise candidate_raised(error, reply.get("class"), exit_code(reply.get("code")), self.classes)
         started = time.process_time()
         try:
             return reply, roomy(decode, reply.get("value"), self.make_handle)
@@ -203,18 +205,11 @@ class RemoteIterator(RemoteObject):
             stream["done"] = reply.get("done") is True
             raised = reply.get("raised")
             if type(raised) is dict:
-                error, types = str(raised.get("error"))[:300], raised.get("types")
-                stream["raised"] = candidate_raised(error, types, classes=self._session.classes)
+                error = str(raised.get("error"))[:300]
+                stream["raised"] = candidate_raised(error, raised.get("class"), classes=self._session.classes)
         if stream["items"]:
             return stream["items"].popleft()
         if stream["raised"] is not None:
             raised, stream["raised"], stream["done"] = stream["raised"], None, True
             raise raised
         raise StopIteration
-
-
-def candidate_class_name(obj) -> str | None:
-    """The name of a candidate class given to pytest.raises (its exceptions are matched by that name)."""
-    if isinstance(obj, RemoteObject) and "name" in obj._target:
-        return obj._target["name"]
-    return None
