@@ -106,3 +106,42 @@ def test_apps_dict_keys_become_ints_only_where_every_key_converts(verifier):
     numbers = json.dumps({"fn_name": "squares", "inputs": [[3]], "outputs": [[{"1": 1, "2": 4}, {"3": 9}]]})
     assert_correct(verifier, "def squares(n):\n    return [{1: 1, 2: 4}, {3: 9}]", numbers)
     assert_wrong(verifier, "def squares(n):\n    return [{1: 1, 2: 4}]", numbers, failure="returned")
+
+
+# --- a tested function named like a standard module, which the completion lacks: 0, never None (issue 33) ---
+# The test calls `statistics(xs)` (it never reads an attribute of it: not a module to the test); a completion without
+# such a function fails it, as in plain execution, where the test's call raises NameError. Only a name the test reads
+# attributes of (`math.sqrt`) and never imported makes the reference unusable (test_failures.py).
+
+STDLIB_NAMED_FUNCTIONS = {
+    "statistics": ("def statistics(xs):\n    return (min(xs), max(xs))\n", "[3, 1, 2]", (1, 3)),
+    "random": ("def random(n):\n    return 4\n", "1", 4),  # chosen by a fair dice roll
+    "heapq": ("def heapq(xs):\n    return sorted(xs)[:1]\n", "[5, 2, 7]", [2]),
+    "operator": ("def operator(s):\n    return s.strip('()')\n", "'(+)'", "+"),
+}
+
+
+def _stdlib_named_tests(name: str, argument: str, expected) -> dict:
+    return {
+        "asserts": f"assert {name}({argument}) == {expected!r}\n",
+        "pytest": f"from solution import {name}\n\ndef test_it():\n    assert {name}({argument}) == {expected!r}\n",
+        "pytest_unimported": f"def test_it():\n    assert {name}({argument}) == {expected!r}\n",
+        "unittest": f"import unittest\n\nclass T(unittest.TestCase):\n    def test_it(self):\n"
+        f"        self.assertEqual({name}({argument}), {expected!r})\n",
+        "humaneval": {
+            "test": f"def check(candidate):\n    assert candidate({argument}) == {expected!r}\n    assert {name}({argument}) "
+            f"== {expected!r}\n",
+            "entry_point": "helper",
+        },
+    }
+
+
+@pytest.mark.parametrize("form", ["asserts", "pytest", "pytest_unimported", "unittest", "humaneval"])
+@pytest.mark.parametrize("name", sorted(STDLIB_NAMED_FUNCTIONS))
+def test_a_missing_function_named_like_a_standard_module_scores_zero(verifier, name, form):
+    correct, argument, expected = STDLIB_NAMED_FUNCTIONS[name]
+    tests = _stdlib_named_tests(name, argument, expected)[form]
+    helper = f"\ndef helper(x):\n    return {name}(x)\n"
+    assert_correct(verifier, correct + helper, tests)
+    result = verifier.verify("def mean(xs):\n    return 0\n\ndef helper(x):\n    return 0\n", tests)
+    assert result.score == 0.0 and not result.reason.startswith("unusable"), (result.reason, result.details)

@@ -32,10 +32,12 @@ from judge_prepared import TEST_FILE, Prepared, prepared_test
 from judge_proxy import RemoteObject, Session
 
 
-def reference_fault(exc: BaseException, session: "Session") -> str | None:
+def reference_fault(exc: BaseException, session: "Session", as_module: frozenset = frozenset()) -> str | None:
     """Why `exc`, raised by the test code, is the test's fault rather than the candidate's; None if it may not be.
 
-    A NameError for any other name is the candidate's: it did not define the function the test calls.
+    A NameError for a standard module's name that the test uses as a module (`as_module`: it reads attributes of it,
+    `math.sqrt(...)`) is the test's: it never imported it. A NameError for any other name is the candidate's: it did
+    not define the function the test calls, even one named like a standard module (`statistics(xs)`).
     """
     if isinstance(exc, UnsupportedTest):
         return str(exc)
@@ -48,7 +50,7 @@ def reference_fault(exc: BaseException, session: "Session") -> str | None:
         return f"the test code cannot import what it needs: {describe(exc)}{hint}"
     if isinstance(exc, NameError):
         name = getattr(exc, "name", None)
-        if name in sys.stdlib_module_names:
+        if name in sys.stdlib_module_names and name in as_module:
             return f"the test code uses the module {name!r} without importing it"
         return None
     if not session.touched:  # nothing from the candidate has reached the test code yet
@@ -98,8 +100,8 @@ def start_candidate(session: Session) -> dict:
 
 def judge_asserts(job: dict, session: Session, prepared: Prepared, kinds: dict) -> dict:
     """Assert-style test code, or HumanEval's `check(candidate)`: each assert statement counts."""
-    tally = Tally(prepared.lines, lambda exc: reference_fault(exc, session), lambda: session.gone)
     referenced, as_module = prepared.names
+    tally = Tally(prepared.lines, lambda exc: reference_fault(exc, session, as_module), lambda: session.gone)
     entry_point = job.get("entry_point")
     error = None
     try:
@@ -124,7 +126,7 @@ def judge_asserts(job: dict, session: Session, prepared: Prepared, kinds: dict) 
     except BaseException as exc:  # whatever ends a script run as plain Python: a KeyboardInterrupt too
         if ends_script(exc):  # the test code's own `sys.exit(0)`: the script ends there, as in plain execution
             return {"total": prepared.total, "passed": tally.passed(), "failures": tally.failures, "error": None}
-        fault = reference_fault(exc, session)
+        fault = reference_fault(exc, session, as_module)
         if fault:
             return {"unusable": fault}
         candidate = isinstance(exc, (CandidateFailure, CandidateRaised))
@@ -144,7 +146,7 @@ def judge_test_module(job: dict, session: Session, prepared: Prepared, kinds: di
     a proxy of its `f`, as `import solution` binds one of the module; `import pytest` binds the stand-in."""
     module = job.get("module") or "solution"
     referenced, as_module = prepared.names
-    tally = UnitTally(lambda exc: reference_fault(exc, session), lambda: session.gone)
+    tally = UnitTally(lambda exc: reference_fault(exc, session, as_module), lambda: session.gone)
     try:
         namespace = bind_candidate(session, kinds, referenced, as_module)
         bind_solution_module(namespace, session, kinds, module, (referenced, as_module))
@@ -154,7 +156,7 @@ def judge_test_module(job: dict, session: Session, prepared: Prepared, kinds: di
     except JudgeFault:
         raise
     except BaseException as exc:  # pytest fails every test of a module that does not load
-        fault = None if isinstance(exc, CandidateGone) else reference_fault(exc, session)
+        fault = None if isinstance(exc, CandidateGone) else reference_fault(exc, session, as_module)
         if fault:
             return {"unusable": fault}
         return {"total": count_tests(prepared.tree()), "passed": 0, "error": f"candidate_error: {describe(exc)}"}
