@@ -54,7 +54,10 @@ def parse_reference(reference: Any) -> tuple[str, Any]:
         if isinstance(reference.get("test"), str):
             entry = reference.get("entry_point")
             entry = entry if isinstance(entry, str) else None
-            return "functions", {"test": reference["test"], "entry_point": entry}
+            job = {"test": reference["test"], "entry_point": entry}
+            if entry is not None and isinstance(reference.get("prompt"), str):  # a HumanEval row: its helpers
+                job["prompt"] = reference["prompt"]
+            return "functions", job
         if isinstance(reference.get("test_list"), list):
             parts = [
                 *(reference.get("test_imports") or []),

@@ -77,6 +77,11 @@ COMMITTING_BEFORE = re.compile(
 )
 CONNECTIVES_ONLY = re.compile(r"\W*(?:(?:so|thus|hence|therefore|then|answer|result)\W*)*[$(]*", re.IGNORECASE)
 LIST_MARKER = re.compile(r"\d{1,2}[.)]\s+\S")
+# Bounds that keep the reading of prose linear in its length (it runs in the trainer's process, outside any
+# deadline): the last numbers examined for a statement, and how far a clause around one is read.
+MAX_NUMBERS_EXAMINED = 40
+MAX_UNIT_CHARS = 60
+CLAUSE_WINDOW = 300
 # Words in a clause that take back the number it states ("7 - 4 = 3 is incorrect").
 DENIAL = re.compile(r"\b(?:wrong|incorrect|mistaken|impossible|undefined)\b", re.IGNORECASE)
 # Verbs after which the rest of a sentence states a value: "The area is 3\\pi.", "We get x^2 + 1."
@@ -239,7 +244,9 @@ def cut_off(text: str) -> bool:
     bracket, other than a unit or a counted noun right after its last number ("$28$ percent", "12 apples")."""
     if not CUT_OFF_END.search(text):
         return False
-    tail = re.split(r"[\d$]", text)[-1].strip()
+    tail = re.split(r"[\d$]", text[-MAX_UNIT_CHARS:])[-1].strip()
+    if len(tail) >= MAX_UNIT_CHARS - 1:
+        return True  # far too long for a unit or a counted noun
     return not (
         tail and (tail.lower() in ("percent", "percentage", "pct") or canonical_unit(tail) or counted_noun(tail))
     )
@@ -270,8 +277,10 @@ def _commitments(text: str, spans: list[tuple[int, int]]) -> list[tuple[str, int
     """The last two values the text commits to, last first, with their positions, among the numbers at `spans`
     (see `_commits`)."""
     found: list[tuple[str, int]] = []
-    for start, end in reversed(spans):
-        if LIST_MARKER.match(text, start) and re.search(r"(?:^|[\n.!?。:：]|\*\*)\s*$", text[:start]):
+    for start, end in reversed(spans[-MAX_NUMBERS_EXAMINED:]):
+        if LIST_MARKER.match(text, start) and re.search(
+            r"(?:^|[\n.!?。:：]|\*\*)\s*$", text[max(0, start - 8) : start]
+        ):
             continue  # "2. **Conclusion**": the number of a step
         token = _token_around(text, start, end)
         if _commits(text, start, end, token):
@@ -286,15 +295,15 @@ def _commits(text: str, start: int, end: int, token: str, denials: bool = True) 
     ("Sam has 9 coins now.", "So 3 + 4 = 7.", "It's 5, not zero.", the number alone) and neither denies nor takes it
     back ("0 is not a solution to 0", "7 - 4 = 3 is incorrect"); a number in passing ("add 3 to itself", "the
     additive inverse of 5", "Lena has 0 coins and 6 more") is no statement of it."""
-    sentence_start = text.rfind("\n", 0, start) + 1
+    sentence_start = max(text.rfind("\n", 0, start) + 1, start - CLAUSE_WINDOW)
     for match in SENTENCE_END.finditer(text, sentence_start, start):
         if not (match.group(0) == "." and text[match.start() - 1 : match.start()].isdigit()):
             sentence_start = match.end()
     clause_start = sentence_start
     for match in CLAUSE_BREAK.finditer(text, sentence_start, start):
         clause_start = match.end()
-    after_match = CLAUSE_BREAK.search(text, end)
-    clause_end = after_match.start() if after_match else len(text)
+    after_match = CLAUSE_BREAK.search(text, end, end + CLAUSE_WINDOW)
+    clause_end = after_match.start() if after_match else min(len(text), end + CLAUSE_WINDOW)
     clause = text[clause_start:clause_end]
     if denials and (NEGATION.search(clause) or DENIAL.search(clause)):
         return False

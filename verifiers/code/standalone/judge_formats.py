@@ -109,7 +109,9 @@ def judge_asserts(job: dict, session: Session, prepared: Prepared, kinds: dict) 
         bind_solution_module(namespace, session, kinds, job.get("module") or "solution", (referenced, as_module))
         # run as `python -c code + tests` runs it: `if __name__ == "__main__":` blocks run
         namespace.update(__name__="__main__", __judge_assert__=tally)
-        exec(prepared.code_for(candidate_values(kinds)), namespace)
+        if prepared.prompt_code is not None and (unusable := run_prompt(prepared, namespace, session, entry_point)):
+            return {"unusable": unusable}
+        exec(prepared.code_for(candidate_values(kinds) - prepared.prompt_names), namespace)
         if entry_point:
             check = namespace.get(job.get("check_name") or "check")
             if not callable(check) or isinstance(check, RemoteObject):
@@ -132,6 +134,19 @@ def judge_asserts(job: dict, session: Session, prepared: Prepared, kinds: dict) 
         candidate = isinstance(exc, (CandidateFailure, CandidateRaised))
         error = f"candidate_error: {describe(exc)}" if candidate else describe(exc)
     return {"total": prepared.total, "passed": tally.passed(), "failures": tally.failures, "error": error}
+
+
+def run_prompt(prepared: Prepared, namespace: dict, session: Session, entry_point: str) -> str | None:
+    """Run a HumanEval prompt's definitions (judge_prepared.prompt_definitions) in the test's namespace, before the
+    test code: the helpers the test calls (`poly`, `encode_cyclic`) are then the dataset's, never the completion's;
+    the entry point stays the candidate's, for the helpers that call it. Why the reference is unusable, if they
+    raise: the dataset's code, not the candidate's."""
+    namespace.setdefault(entry_point, RemoteObject(session, {"name": entry_point}))
+    try:
+        exec(prepared.prompt_code, namespace)
+    except Exception as exc:
+        return f"the prompt's definitions raised {describe(exc)}"
+    return None
 
 
 def ends_script(exc: BaseException) -> bool:

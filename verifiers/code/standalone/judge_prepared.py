@@ -24,6 +24,7 @@ from judge_namespace import names_used
 from protocol import TEST_KEY_FIELDS
 
 TEST_FILE = "<test>"
+PROMPT_FILE = "<prompt>"
 MAX_PREPARED = 64  # tests kept by the zygote (a GRPO batch's prompts), oldest out first
 PREPARED: dict = {}  # test key -> Prepared: filled by the zygote alone
 NOTES: dict = {}  # the verifier's note of a test -> its key, in the zygote
@@ -36,10 +37,12 @@ class Prepared:
     (ten times the code's memory, which each fork would copy the page tables of): a child that needs it, for a
     candidate's values or a test module that does not load, prepares the test again (`tree`)."""
 
-    def __init__(self, verdict=None, kind=None, tree=None, total=0, lines=(), code=None, job=None):
+    def __init__(self, verdict=None, kind=None, tree=None, total=0, lines=(), code=None, job=None, prompt=None):
         self.verdict, self.kind, self._tree, self.total, self.lines = verdict, kind, tree, total, lines
         self.names = names_used(tree) if tree is not None else (set(), set())
         self.code, self.job = code, job
+        # HumanEval: the prompt's definitions besides the entry point (`prompt_definitions`), and the names they bind
+        self.prompt_code, self.prompt_names = prompt if prompt is not None else (None, frozenset())
 
     def compact(self) -> "Prepared":
         self._tree = None
@@ -81,7 +84,42 @@ def prepare(job: dict) -> Prepared:
     if not recorder.lines:
         return Prepared({"unusable": "the test code has no assert statement"})
     lines, code = recorder.lines, compiled(tree)
-    return Prepared(kind="asserts", tree=tree, total=len(lines), lines=lines, code=code, job=job)
+    prompt = prompt_definitions(job.get("prompt"), job["entry_point"]) if job.get("entry_point") else None
+    return Prepared(kind="asserts", tree=tree, total=len(lines), lines=lines, code=code, job=job, prompt=prompt)
+
+
+PROMPT_STATEMENTS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom, ast.Assign)
+
+
+def prompt_definitions(prompt, entry_point: str) -> tuple | None:
+    """A HumanEval row's prompt (the dataset's code: the entry point's signature and docstring, with the helpers and
+    imports it needs), as the test code must see it: its definitions besides the entry point, compiled, and the names
+    they bind; None when there is no prompt, or one that is not Python (a dataset's prose). Plain execution runs
+    `prompt + completion + test`, so a completion that redefines a helper the test calls (HumanEval/32's `poly`) would
+    decide what the test checks with; here the test calls the dataset's helper, run in the judge like the test code,
+    and only the entry point comes from the completion. Only definitions are taken: functions, classes, imports and
+    assignments, never a statement that does something else."""
+    if type(prompt) is not str:
+        return None
+    try:
+        tree = ast.parse(prompt)
+    except (SyntaxError, ValueError):
+        return None
+    kept = [statement for statement in tree.body if isinstance(statement, PROMPT_STATEMENTS)]
+    kept = [statement for statement in kept if entry_point not in _bound_by(statement)]
+    if not kept:
+        return None
+    names = frozenset(name for statement in kept for name in _bound_by(statement))
+    return compile(ast.Module(kept, []), PROMPT_FILE, "exec"), names
+
+
+def _bound_by(statement: ast.stmt) -> set:
+    """The names a definition, an import or an assignment binds at top level."""
+    if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return {statement.name}
+    if isinstance(statement, (ast.Import, ast.ImportFrom)):
+        return {(alias.asname or alias.name).partition(".")[0] for alias in statement.names}
+    return {node.id for target in statement.targets for node in ast.walk(target) if isinstance(node, ast.Name)}
 
 
 def compiled(tree: ast.Module):

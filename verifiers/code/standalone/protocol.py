@@ -38,7 +38,7 @@ MAX_REQUEST_BYTES = 1 << 30
 _SMALL_INT = 1 << 62
 # What the verifier sends the judge's zygote of each job's test, so that it prepares the test once for the children it
 # forks next (judge_prepared.py): the dataset's fields a test's preparation depends on, as JSON of at most this size.
-TEST_KEY_FIELDS = ("test", "format", "entry_point", "check_name", "module")
+TEST_KEY_FIELDS = ("test", "format", "entry_point", "check_name", "module", "prompt")
 MAX_TEST_NOTE_BYTES = 1 << 16
 
 
