@@ -15,10 +15,11 @@ The verdict is formed outside the sandbox (see code/standalone/judge.py and code
 result's `details` say which isolation was in force (see sandbox/isolation.py for what each level protects against).
 
 Never raises into the trainer, and never turns its own failure into a 0: a completion that is not text scores 0
-(`bad_completion: ...`); an unusable reference gives None (`unusable_reference: ...`); a sandbox that cannot start, a
-judge that dies or any other failure of the verifier is retried once, then gives None (`internal_error: ...`). An
-exception of the judge's own code while it handles this candidate's data scores 0 with `judge_error: ...` (None would
-let a policy escape the penalty by triggering it), counted apart from failing tests.
+(`bad_completion: ...`); an unusable reference gives None (`unusable_reference: ...`); a sandbox that cannot start or
+a judge that dies (or a system call that reaches them fails) is retried once, then gives None (`internal_error:
+...`); any other exception is a bug of this code, not retried: None with `internal_error: bug in the verifier: ...`,
+its traceback logged. An exception of the judge's own code while it handles this candidate's data scores 0 with
+`judge_error: ...` (None would let a policy escape the penalty by triggering it), counted apart from failing tests.
 """
 
 from __future__ import annotations
@@ -45,6 +46,12 @@ from .runner import JUDGE_ERROR, JudgeError, JudgeProcess, Outcome, run_function
 logger = logging.getLogger("trl_grpo_ext.verifiers")
 
 _LANGUAGE = re.compile(r"[ \t]*([\w+-]*)")
+# What is retried once: the sandbox or the judge failed (they could not start, set up, or ended without a verdict), or
+# the system calls that reach them did (a pipe, a socket, a cgroup file). Any other exception is a bug of the
+# verifier's own Python: not retried (it would fail again, and hide as the machinery's failure), logged with its
+# traceback, and reported as `internal_error: bug in the verifier: ...`.
+INFRASTRUCTURE_FAILURES = (SandboxError, JudgeError, OSError)
+BUG = "bug in the verifier"
 PYTHON_LANGUAGES = ("python", "py", "python3")
 
 
@@ -212,16 +219,21 @@ class CodeVerifier(Verifier):
                 self._ensure_started()
                 outcome = self._run(kind, tests, code)
                 return [self._result(outcome, code, completion) for completion in completions]
-            except Exception as exc:  # a verifier never raises into the trainer, nor scores its own failure 0
+            except INFRASTRUCTURE_FAILURES as exc:  # the machinery failed: another sandbox or judge may not
                 failure = exc
                 logger.warning("code verifier: %s: %s%s", type(exc).__name__, exc, "; retrying" if not attempt else "")
+            except Exception as exc:  # a bug of this code: retrying runs it again, so it is reported at once
+                logger.error("code verifier: a bug of the verifier's own code, on an item", exc_info=exc)
+                return [self._failed(code, f"{BUG}: {type(exc).__name__}: {exc}") for _ in completions]
         logger.error("code verifier: giving up on an item", exc_info=failure)
         what = (
             str(failure) if isinstance(failure, (SandboxError, JudgeError)) else f"{type(failure).__name__}: {failure}"
         )
-        return [
-            VerificationResult(None, f"{INTERNAL_ERROR}: {what}", code, self._details(Outcome())) for _ in completions
-        ]
+        return [self._failed(code, what) for _ in completions]
+
+    def _failed(self, code: str, what: str) -> VerificationResult:
+        """No verdict: the verifier failed (None, `internal_error: ...`), never the candidate."""
+        return VerificationResult(None, f"{INTERNAL_ERROR}: {what}", code, self._details(Outcome()))
 
     def _run(self, kind: str, tests: Any, code: str) -> Outcome:
         if kind == "functions":

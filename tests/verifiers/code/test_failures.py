@@ -1,4 +1,5 @@
-"""The code verifier fails loudly: its own failures give None with `internal_error: ...` (after one retry), a broken
+"""The code verifier fails loudly: its own failures give None with `internal_error: ...` (after one retry of the sandbox
+or the judge; a bug of its own code at once, logged with its traceback), a broken
 reference gives None with `unusable_reference: ...`, bad input never raises, and none of them is scored 0."""
 
 from __future__ import annotations
@@ -142,7 +143,9 @@ def test_a_sandbox_that_cannot_set_up_its_limits_is_an_internal_error(monkeypatc
         broken.close()
 
 
-def test_an_unexpected_exception_is_retried_then_an_internal_error(verifier, monkeypatch):
+def test_a_bug_of_the_verifier_is_not_retried_and_surfaces_with_its_traceback(verifier, monkeypatch, caplog):
+    # A bug of the verifier's own Python would fail again: it is reported at once, as a bug, with its traceback logged,
+    # never retried as if the sandbox or the judge had failed (issue 33).
     calls = []
 
     def broken_run(*args):
@@ -150,9 +153,34 @@ def test_an_unexpected_exception_is_retried_then_an_internal_error(verifier, mon
         raise KeyError("surprise")
 
     monkeypatch.setattr(verifier, "_run", broken_run)
+    with caplog.at_level("ERROR", logger="trl_grpo_ext.verifiers"):
+        results = verifier.verify_batch([ADD, "# the same program\n" + ADD], [ADD_TESTS, ADD_TESTS])
+    assert len(calls) == 2  # once per distinct program: no retry
+    for result in results:
+        assert result.score is None and result.reason == "internal_error: bug in the verifier: KeyError: 'surprise'"
+    logged = [record for record in caplog.records if record.exc_info and record.exc_info[0] is KeyError]
+    assert logged and "bug of the verifier" in logged[0].getMessage()
+
+
+@pytest.mark.parametrize("failure", ["sandbox", "judge", "os"])
+def test_a_failure_of_the_sandbox_or_the_judge_is_retried_once_then_an_internal_error(verifier, monkeypatch, failure):
+    from trl_grpo_ext.verifiers.code.runner import JudgeError
+
+    raised = {"sandbox": sandbox.SandboxError("the sandbox broke"), "judge": JudgeError("the judge broke")}
+    raised["os"] = BrokenPipeError(32, "Broken pipe")
+    calls = []
+
+    def failing_run(*args):
+        calls.append(args)
+        raise raised[failure]
+
+    monkeypatch.setattr(verifier, "_run", failing_run)
     result = verifier.verify(ADD, ADD_TESTS)
     assert len(calls) == 2
-    assert result.score is None and result.reason == "internal_error: KeyError: 'surprise'", result.reason
+    assert result.score is None and result.reason.startswith("internal_error: "), result.reason
+    assert "bug" not in result.reason and str(raised[failure]) in result.reason, result.reason
+    monkeypatch.undo()
+    assert verifier.verify(ADD, ADD_TESTS).score == 1.0
 
 
 def test_a_candidate_killed_at_its_deadline_is_a_timeout():
