@@ -1,7 +1,8 @@
 """Which isolation this machine gives untrusted candidate code, decided once per process by starting a real sandbox.
 
 - "bwrap": bubblewrap namespaces (PID, network, IPC, UTS, mount): a read-only view of /usr and the Python install
-  only (no /home, /root, /work, /etc), a private size-limited /tmp and /dev/shm, no network device but loopback, an empty
+  only (no /home, /root, /work, and an /etc of four made-up files, none of the host's), a private size-limited /tmp
+  and /dev/shm, no network device but loopback, an empty
   environment; when the PID namespace's first process ends, the kernel kills every process left in it. As root,
   each candidate gets these namespaces and its /tmp afresh inside one long-lived sandbox (sandbox/fork.py).
 - "rlimits": a plain process group with resource limits and an empty environment. It does NOT hide the file system,
@@ -34,11 +35,15 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from ..code.standalone import STANDALONE_DIR
-from .uids import UIDS
+from .uids import FIRST_SANDBOX_UID, SANDBOX_UID_COUNT, UIDS
 
 logger = logging.getLogger("trl_grpo_ext.verifiers")
 
 SANDBOX_FILES = ("harness.py", "protocol.py", "zygote.py")
+# The candidate's /etc under bubblewrap: made up here, nothing of the host's. What a plain interpreter finds there and
+# the standard library reads: the user and group of a uid (`getpass.getuser()`, `pwd`, `grp`), `localhost`
+# (`socket.gethostbyname`, a server bound to ("localhost", port)), and where to look them up (files only: no DNS).
+ETC_FILES = ("passwd", "group", "hosts", "nsswitch.conf")
 # The folders of third-party packages under a mounted tree, hidden from the candidate (see hidden_package_folders).
 PACKAGE_FOLDERS = (
     "lib/python3*/site-packages", "lib/python3*/dist-packages", "lib/python3/dist-packages",
@@ -125,16 +130,42 @@ def find_site_packages(python: str | None) -> tuple[str, ...]:
 
 
 def open_sandbox_files() -> list[int]:
-    """Descriptors of SANDBOX_FILES, for `bwrap_command(files=...)`: pass them to bubblewrap, then close them."""
+    """Descriptors of SANDBOX_FILES, then of ETC_FILES (memory files holding `etc_files()`), for
+    `bwrap_command(files=...)`: pass them to bubblewrap, then close them."""
     fds = []
     try:
         for name in SANDBOX_FILES:
             fds.append(os.open(STANDALONE_DIR / name, os.O_RDONLY | os.O_CLOEXEC))
+        for name, data in etc_files().items():
+            fds.append(os.memfd_create(name, os.MFD_CLOEXEC))
+            os.write(fds[-1], data)
+            os.lseek(fds[-1], 0, os.SEEK_SET)
     except OSError:
         for fd in fds:
             os.close(fd)
         raise
     return fds
+
+
+@functools.lru_cache(maxsize=1)
+def etc_files() -> dict[str, bytes]:
+    """The contents of ETC_FILES: root, nobody, every sandbox uid (a user "sandbox" and a group of that uid, home /tmp)
+    and this process's own uid (which bubblewrap keeps in a user namespace of its own, not root); localhost, on IPv4
+    and IPv6."""
+    uids = {
+        0: "root",
+        65534: "nobody",
+        **dict.fromkeys(range(FIRST_SANDBOX_UID, FIRST_SANDBOX_UID + SANDBOX_UID_COUNT), "sandbox"),
+    }
+    uids.setdefault(os.geteuid(), "sandbox")
+    homes = {0: "/root", 65534: "/nonexistent"}
+    passwd = "".join(f"{name}:x:{uid}:{uid}:{name}:{homes.get(uid, '/tmp')}:/bin/sh\n" for uid, name in uids.items())
+    group = "".join(f"{name}:x:{uid}:\n" for uid, name in uids.items())
+    hosts = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+    nsswitch = "".join(
+        f"{db}: files\n" for db in ("passwd", "group", "shadow", "hosts", "networks", "protocols", "services")
+    )
+    return {name: text.encode() for name, text in zip(ETC_FILES, (passwd, group, hosts, nsswitch))}
 
 
 def hidden_package_folders(trees: tuple[str, ...]) -> list[str]:
@@ -157,7 +188,8 @@ def bwrap_command(
     outlives the thread that starts it (the fork server, which ends when its control socket closes);
     `cgroup_namespace=False` for a fork server whose children join cgroups of their own (each then unshares one);
     `files`: descriptors of SANDBOX_FILES (`open_sandbox_files`), copied in by bubblewrap rather than bound, so that
-    no host path of this package shows in the candidate's /proc/self/mountinfo; `shm_mb`: a private tmpfs of that size
+    no host path of this package shows in the candidate's /proc/self/mountinfo, then of ETC_FILES (the candidate's
+    /etc); `shm_mb`: a private tmpfs of that size
     on /dev/shm (POSIX semaphores and shared memory, for `multiprocessing`; the fork server's candidates each mount
     their own)."""
     prefix = str(Path(python).resolve().parent.parent)
@@ -186,8 +218,10 @@ def bwrap_command(
     for path, inside in zip(site_packages, candidate_site_packages("bwrap", site_packages)):
         cmd += _open_parents(inside) + ["--ro-bind", path, inside]
     cmd += _open_parents(f"{INSIDE_DIR}/x")
-    for name, fd in zip(SANDBOX_FILES, files or ()):
-        cmd += ["--perms", "0644", "--ro-bind-data", str(fd), f"{INSIDE_DIR}/{name}"]
+    inside = [f"{INSIDE_DIR}/{name}" for name in SANDBOX_FILES] + [f"/etc/{name}" for name in ETC_FILES]
+    cmd += ["--perms", "0755", "--dir", "/etc"] if len(files or ()) > len(SANDBOX_FILES) else []
+    for path, fd in zip(inside, files or ()):
+        cmd += ["--perms", "0644", "--ro-bind-data", str(fd), path]
     cmd += ["--clearenv", "--chdir", "/tmp"]
     for key, value in sandbox_env("/tmp").items():
         cmd += ["--setenv", key, value]
