@@ -164,6 +164,7 @@ def run_function_tests(pool: SandboxPool, judge: JudgeProcess, code: str, job: d
                 "memory_mb": JUDGE_MEMORY_MB,
                 "cpu_s": deadline_s + JUDGE_CPU_GRACE_S,
                 "candidate_budget_s": pool.limits.time_s,  # the judge's time reading its replies is the candidate's
+                "reply_memory_mb": pool.limits.memory_mb,  # and the memory one reply may make it build
                 **({"stages": True} if events is not None else {}),
             },  # fmt: skip
         )

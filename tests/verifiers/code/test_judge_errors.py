@@ -28,9 +28,9 @@ def verifier_with_a_decoder_bug(tmp_path, monkeypatch):
     shutil.copytree(STANDALONE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
     protocol = copy / "protocol.py"
     source = protocol.read_text()
-    head = 'def decode(data, make_handle=None, depth=0):\n    """'
+    head = 'def decode(data, make_handle=None, depth=0, budget: DecodeBudget | None = None):\n'
     assert head in source
-    bug = f'def decode(data, make_handle=None, depth=0):\n    if data == {TRIGGER!r}:\n        raise AttributeError("a bug in the decoder")\n    """'
+    bug = f'{head}    if data == {TRIGGER!r}:\n        raise AttributeError("a bug in the decoder")\n'
     protocol.write_text(source.replace(head, bug))
     copy.chmod(0o755)
     tmp_path.chmod(0o755)

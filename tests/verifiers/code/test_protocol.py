@@ -105,3 +105,89 @@ def test_parse_reference_formats():
     for bad in (None, 3, [], {"inputs": ["1"], "outputs": []}, [{"input": 1, "output": "2"}]):
         with pytest.raises(ValueError):
             parse_reference(bad)
+
+
+# Issue 33: a reply is the candidate's bytes, and decoding it must cost time linear in it. Keys that all hash alike
+# (ints that differ by multiples of 2**61 - 1, tuples of them, complex numbers re + 1000003 * im = 0) made one set()
+# call quadratic: they are inserted key by key, under a DecodeBudget of CPU time.
+P = (1 << 61) - 1
+N_COLLIDING = 30_000  # a single set() of these takes about 10 s here; the budget below stops it in 0.3 s
+
+
+def colliding_keys(kind: str, n: int = N_COLLIDING) -> list:
+    if kind == "ints":
+        return [k * P for k in range(n)]
+    if kind == "tuples":
+        return [(k * P, "x") for k in range(n)]
+    return [complex(-1000003 * k, k) for k in range(n)]
+
+
+def tagged(container: str, keys: list):
+    """The wire form of `container` holding `keys`, written without building it (which is what takes the time)."""
+    items = [encode(k) for k in keys]
+    pairs = [[k, 1] for k in items]
+    return json.loads(json.dumps({
+        "set": {"s": items}, "frozenset": {"fs": items}, "dict": {"d": pairs}, "Counter": {"C": pairs},
+        "OrderedDict": {"od": pairs}, "defaultdict": {"dd": ["int", pairs]},
+    }[container]))  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", ["ints", "tuples", "complex"])
+@pytest.mark.parametrize("container", ["set", "frozenset", "dict", "Counter", "OrderedDict", "defaultdict"])
+def test_keys_that_hash_alike_are_decoded_within_the_budget(kind, container):
+    import time
+
+    from trl_grpo_ext.verifiers.code.standalone.protocol import DecodeBudget, OverBudget
+
+    keys = colliding_keys(kind)
+    assert len({hash(k) for k in keys[:300]}) == 1
+    few = decode(tagged(container, keys[:300]))  # a few hundred: decoded within any budget, the same value
+    assert len(few) == 300 and type(few).__name__ == container and set(few) == set(keys[:300])
+    encoded = tagged(container, keys)
+    started = time.process_time()
+    with pytest.raises(OverBudget):
+        decode(encoded, budget=DecodeBudget(time.process_time() + 0.3))
+    assert time.process_time() - started < 2.0
+
+
+def test_a_large_plain_reply_decodes_quickly_and_keeps_its_order():
+    import collections
+    import time
+
+    from trl_grpo_ext.verifiers.code.standalone.protocol import DecodeBudget
+
+    values = {
+        "set": set(range(200_000)), "dict": {str(i): i for i in range(200_000)},
+        "od": collections.OrderedDict((i, -i) for i in range(200_000, 0, -1)),
+        "keys_around_collisions": {-1: 1, -2: 2, P: 3, 0: 4, 2 * P: 5, 1: 6},  # a few keys share hashes: the slow path
+        "list": list(range(1_000_000)),
+    }  # fmt: skip
+    for name, value in values.items():
+        encoded = json.loads(json.dumps(encode(value)))
+        started = time.process_time()
+        back = decode(encoded, budget=DecodeBudget(time.process_time() + 30))
+        assert time.process_time() - started < 2.0, name
+        assert back == value and type(back) is type(value), name
+        if isinstance(value, dict):
+            assert list(back) == list(value), name  # insertion order, the slow path's included
+
+
+def test_handle_numbers_cannot_flood_the_judges_table_of_handles():
+    made = []
+    assert decode({"h": 5}, lambda n, t: made.append(n) or n) == 5
+    for number in (P, 2 * P, 1 << 60, -1):
+        with pytest.raises(ProtocolError):
+            decode({"h": number}, lambda n, t: n)
+
+
+def test_a_message_that_is_not_an_object_is_refused_before_it_is_parsed():
+    import time
+
+    from trl_grpo_ext.verifiers.code.standalone.protocol import parse_message
+
+    line = b"[" + b"[]," * (20 << 20) + b"[]]"  # 60 MiB: about 1.6 GB of lists, were it parsed
+    started = time.process_time()
+    with pytest.raises(ProtocolError, match="JSON object"):
+        parse_message(line)
+    assert time.process_time() - started < 0.5
+    assert parse_message(b'{"id": 1}') == {"id": 1}

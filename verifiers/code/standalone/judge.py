@@ -73,7 +73,8 @@ def run_job(job_fd: int, request_fd: int, reply_fd: int, received: float = 0.0) 
     write_message(job_fd, {"judge_pid": os.getpid()})  # the verifier watches whether this process runs (its clock)
     signal.alarm(max(1, int(job.get("deadline_s", 60))))  # a backstop: the verifier also enforces its deadline
     apply_limits(job)
-    session = Session(request_fd, reply_fd, float(job.get("candidate_budget_s", float("inf"))))
+    budget_s, reply_memory_mb = float(job.get("candidate_budget_s", float("inf"))), job.get("reply_memory_mb")
+    session = Session(request_fd, reply_fd, budget_s, int(reply_memory_mb) if reply_memory_mb else None)
     try:
         verdict = judge(job, session)
     except (CandidateFailure, CandidateGone) as exc:

@@ -6,6 +6,8 @@ proxy cannot be compared, hashed or tested for truth: it can never stand in for 
 """
 
 import collections
+import contextlib
+import resource
 import time
 
 from formats_units import (
@@ -17,7 +19,24 @@ from formats_units import (
     candidate_raised,
     describe,
 )
-from protocol import ITERATOR, MAX_MESSAGE_BYTES, LineReader, ProtocolError, decode, encode, roomy, write_message
+from protocol import (
+    ITERATOR,
+    MAX_MESSAGE_BYTES,
+    DecodeBudget,
+    LineReader,
+    OverBudget,
+    ProtocolError,
+    decode,
+    encode,
+    parse_message,
+    roomy,
+    write_message,
+)
+
+# A reply longer than this is parsed and decoded under a ceiling of address space (`reply_memory`): JSON builds up to
+# about 30 bytes of objects per byte it reads (nested empty lists, tuples), so shorter ones stay within tens of MiB.
+CHECKED_REPLY_BYTES = 1 << 20
+EXIT_CODE_BUDGET_S = 1.0  # a SystemExit's code, decoded apart from the replies' budget
 
 READS = ("get", "class")  # requests that only read the candidate's state
 
@@ -27,9 +46,15 @@ class Session:
 
     The CPU time this process spends reading and decoding the candidate's replies is the candidate's doing (a reply
     sent many times costs it one write and the judge a parse each time), and is not charged to it by the verifier's
-    clock, which leaves the judge's work alone: past `budget_s` of it, the candidate has ended its run."""
+    clock, which leaves the judge's work alone: past `budget_s` of it, the candidate has ended its run, and a decode
+    that would go past it stops there (DecodeBudget). The memory it spends on one reply is the candidate's doing too:
+    with `reply_memory_mb`, a reply longer than CHECKED_REPLY_BYTES is parsed and decoded with at most that much more
+    address space than the judge held before (RLIMIT_AS, lowered for that time), and past it the candidate has ended
+    its run (`reply_too_large`)."""
 
-    def __init__(self, request_fd: int, reply_fd: int, budget_s: float = float("inf")):
+    def __init__(
+        self, request_fd: int, reply_fd: int, budget_s: float = float("inf"), reply_memory_mb: int | None = None
+    ):
         self.request_fd = request_fd
         self.replies = LineReader(reply_fd, MAX_MESSAGE_BYTES)
         self.next_id = 0
@@ -42,17 +67,26 @@ class Session:
         self.reading_s = 0.0  # CPU time spent on the candidate's replies
         self.events = None  # the benchmark's readings, when the sandbox sent some (sandbox/stages.py)
         self.prepared = None  # (wall, CPU) readings once the test is parsed, for the same
+        self.reply_memory = reply_memory_mb << 20 if reply_memory_mb else None
+        self.ceiling = None  # the address space the reply being read may reach (RLIMIT_AS), or None: no bound
 
     def charge(self, since: float) -> None:
         self.reading_s += time.process_time() - since
         if self.reading_s > self.budget_s and not self.gone:
-            self.gone = f"timeout: its replies took more than {self.budget_s:g} s of the judge's CPU time to read"
+            self.gone = self.timed_out()
 
     def read_message(self):
         started = time.process_time()
         try:
-            message = roomy(self.replies.read_message)
-        except (ProtocolError, OSError, MemoryError, RecursionError) as exc:  # a reply too big for the judge
+            line = self.replies.read_line()
+            self.ceiling = None
+            if line is not None and self.reply_memory is not None and len(line) > CHECKED_REPLY_BYTES:
+                self.ceiling = address_space() + self.reply_memory
+            with address_space_below(self.ceiling):
+                message = None if line is None else roomy(parse_message, line)
+        except MemoryError:
+            message, self.gone = None, self.too_large()
+        except (ProtocolError, OSError, RecursionError) as exc:  # a reply too big for the judge
             message, self.gone = None, f"unreadable reply: {describe(exc)}"
         self.charge(started)
         if message is None or self.gone:
@@ -80,13 +114,33 @@ class Session:
             raise candidate_raised(error, reply.get("class"), exit_code(reply.get("code")), self.classes)
         started = time.process_time()
         try:
-            return reply, roomy(decode, reply.get("value"), self.make_handle)
-        except (ProtocolError, MemoryError, RecursionError) as exc:
+            return reply, self.decode(reply.get("value"), started)
+        except (ProtocolError, RecursionError) as exc:
             raise CandidateFailure(f"reply is not plain data: {describe(exc)}") from None
         except Exception as exc:  # anything else the decoder raises is its own bug, not the candidate's answer
             raise JudgeFault(f"decoding a reply: {describe(exc)}") from exc
         finally:
             self.charge(started)
+
+    def decode(self, value, started: float):
+        """A value of the last reply read, decoded under its bounds: the CPU time left of `budget_s` (then a timeout)
+        and the reply's ceiling of address space (then `reply_too_large`); either ends the candidate's run."""
+        budget = DecodeBudget(started + max(0.0, self.budget_s - self.reading_s))
+        try:
+            with address_space_below(self.ceiling):
+                return roomy(decode, value, self.make_handle, 0, budget)
+        except OverBudget:
+            self.gone = self.gone or self.timed_out()
+        except MemoryError:
+            self.gone = self.gone or self.too_large()
+        raise CandidateGone(self.gone)
+
+    def timed_out(self) -> str:
+        return f"timeout: its replies took more than {self.budget_s:g} s of the judge's CPU time to read"
+
+    def too_large(self) -> str:
+        mb = (self.reply_memory or 0) >> 20
+        return f"reply_too_large: a reply needs more than {mb} MiB of the judge's memory (the candidate's memory_mb)"
 
     def make_handle(self, number: int, type_name: str):
         """One proxy per object, as the sandbox keeps one number per object: an iterator stays one stream. The sandbox
@@ -102,11 +156,14 @@ class Session:
         reply, value = self.request("call", target, args=encoded_args, kwargs=encoded_kwargs)
         started = time.process_time()
         try:
-            apply_mutations(args, reply.get("args_after"), self.make_handle)
+            apply_mutations(args, reply.get("args_after"), lambda new: self.decode(new, started))
             after = reply.get("kwargs_after")
             if kwargs and type(after) is dict:  # `sort_in_place(nums=xs)` mutates xs too
                 names = list(kwargs)
-                apply_mutations(tuple(kwargs.values()), [after.get(str(name)) for name in names], self.make_handle)
+                changed = [after.get(str(name)) for name in names]
+                apply_mutations(tuple(kwargs.values()), changed, lambda new: self.decode(new, started))
+        except CandidateGone:
+            raise
         except Exception as exc:  # mirroring plain data raises nothing but by a bug of the judge's
             raise JudgeFault(f"mirroring the candidate's changes to its arguments: {describe(exc)}") from exc
         finally:
@@ -121,10 +178,10 @@ def encode_arguments(args: tuple, kwargs: dict) -> tuple[list, dict]:
 
 
 def exit_code(encoded):
-    """A SystemExit's code as the sandbox sent it: plain data, or None."""
+    """A SystemExit's code as the sandbox sent it: plain data, or None (also when it takes too long to decode)."""
     try:
-        return decode(encoded)
-    except ProtocolError:
+        return roomy(decode, encoded, None, 0, DecodeBudget(time.process_time() + EXIT_CODE_BUDGET_S))
+    except (ProtocolError, RecursionError, MemoryError):
         return None
 
 
@@ -134,17 +191,17 @@ def remote_reference(obj):
     raise UnsupportedTest(f"the test passes a {type(obj).__name__} to the candidate; only plain data can be sent")
 
 
-def apply_mutations(args: tuple, after, make_handle) -> None:
+def apply_mutations(args: tuple, after, decode_value) -> None:
     """Mirror in-place changes the candidate made to list, dict and set arguments, positional or keyword (e.g. an
-    in-place sort)."""
+    in-place sort). `decode_value(encoded)`: the session's decoding, under its bounds."""
     if type(after) is not list or len(after) != len(args):
         return
     for arg, new in zip(args, after):
         if new is None or type(arg) not in (list, dict, set):
             continue
         try:
-            value = roomy(decode, new, make_handle)
-        except ProtocolError:
+            value = decode_value(new)
+        except (ProtocolError, RecursionError):
             continue
         if type(value) is type(arg):
             arg.clear()
@@ -213,3 +270,25 @@ class RemoteIterator(RemoteObject):
             raised, stream["raised"], stream["done"] = stream["raised"], None, True
             raise raised
         raise StopIteration
+
+
+def address_space() -> int:
+    """The bytes of address space this process holds now (/proc/self/statm, in pages)."""
+    with open("/proc/self/statm", "rb") as statm:
+        return int(statm.read().split()[0]) * resource.getpagesize()
+
+
+@contextlib.contextmanager
+def address_space_below(ceiling: int | None):
+    """RLIMIT_AS lowered to `ceiling` (never raised) for the time of the block: an allocation past it raises
+    MemoryError there. The limit the judge child set for itself (judge.apply_limits) is back afterwards."""
+    if ceiling is None:
+        yield
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    lowered = ceiling if soft == resource.RLIM_INFINITY else min(ceiling, soft)
+    resource.setrlimit(resource.RLIMIT_AS, (lowered, hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))

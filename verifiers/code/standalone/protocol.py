@@ -13,6 +13,11 @@ and bounds nesting. JSON objects are always tagged wrappers:
     {"x": type name} a value that could not be encoded (never equals anything)
 
 Lists, str, bool, None, small ints and floats (NaN and infinities included) are plain JSON.
+
+What the judge decodes is the candidate's (a reply can be any bytes: the candidate shares the harness's interpreter),
+so decoding is linear in the message: a set or dict whose keys share a hash (integers that differ by multiples of
+2**61 - 1, tuples of them) is built key by key under a DecodeBudget of CPU time rather than in one quadratic call,
+and a message that is not a JSON object is refused before any object is built.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import collections
 import json
 import os
 import sys
+import time
 
 # How deep a value may nest: deeper than a recursive solution gets under Python's default recursion limit. Encoding,
 # decoding and JSON recurse up to ~4 frames per level (a dict is 3 JSON levels), so both ends raise the recursion
@@ -55,6 +61,32 @@ def roomy(function, *args):
 
 class ProtocolError(Exception):
     """A message that is not well-formed plain data."""
+
+
+class OverBudget(ProtocolError):
+    """Decoding a value spent the CPU time it was given (DecodeBudget)."""
+
+
+class DecodeBudget:
+    """The CPU time (`time.process_time()`) by which decoding one value must end. Checked every CHECK_EVERY items of
+    the lists it decodes, and after each insertion of a key that shares its hash with another key of its set or dict
+    (each such insertion compares the key with all the others: the one step whose cost a candidate chooses)."""
+
+    CHECK_EVERY = 1 << 16
+
+    def __init__(self, deadline: float):
+        self.deadline = deadline
+        self.items = 0
+
+    def spend(self, items: int) -> None:
+        self.items += items
+        if self.items >= self.CHECK_EVERY:
+            self.items = 0
+            self.check()
+
+    def check(self) -> None:
+        if time.process_time() > self.deadline:
+            raise OverBudget("decoding the value took longer than the time left to it")
 
 
 class Unrepresentable:
@@ -102,36 +134,43 @@ def encode(value, handle_of=None, depth=0):
     return {"x": kind.__name__}
 
 
-def decode(data, make_handle=None, depth=0):
-    """JSON structure -> builtin objects. `make_handle(number, type_name)` builds handle proxies (or refuse them)."""
+_SCALARS = frozenset({type(None), bool, str, int, float})
+
+
+def decode(data, make_handle=None, depth=0, budget: DecodeBudget | None = None):
+    """JSON structure -> builtin objects. `make_handle(number, type_name)` builds handle proxies (or refuse them).
+    `budget`: the CPU time decoding may take (the judge's, for a candidate's reply); OverBudget past it."""
     if depth > MAX_DEPTH:
         raise ProtocolError("value nested too deeply")
     kind = type(data)
-    if data is None or kind in (bool, str, int, float):
+    if data is None or kind in _SCALARS:
         return data
     if kind is list:
-        return [decode(v, make_handle, depth + 1) for v in data]
+        if budget is not None:
+            budget.spend(len(data))
+        if depth < MAX_DEPTH and _SCALARS.issuperset(map(type, data)):  # plain JSON: a copy, no call per item
+            return data.copy()
+        return [decode(v, make_handle, depth + 1, budget) for v in data]
     if kind is not dict or len(data) not in (1, 2):
         raise ProtocolError(f"unexpected {kind.__name__} in message")
     try:
-        return _decode_tagged(data, make_handle, depth)
+        return _decode_tagged(data, make_handle, depth, budget)
     except (TypeError, ValueError, KeyError) as exc:
         raise ProtocolError(f"malformed tagged value: {exc}") from None
 
 
-def _decode_tagged(data, make_handle, depth):
+def _decode_tagged(data, make_handle, depth, budget):
     (tag,) = [k for k in data if k != "type"] or ["?"]
     body = data[tag]
 
     if tag == "t":
-        return tuple(_items(body, make_handle, depth))
+        return tuple(_items(body, make_handle, depth, budget))
     if tag == "s":
-        return set(_items(body, make_handle, depth))
+        return _new_set(set, _items(body, make_handle, depth, budget), budget)
     if tag == "fs":
-        return frozenset(_items(body, make_handle, depth))
+        return _new_set(frozenset, _items(body, make_handle, depth, budget), budget)
     if tag == "d":
-        pairs = _pairs(body, make_handle, depth)
-        return {k: v for k, v in pairs}
+        return _new_mapping(dict, _pairs(body, make_handle, depth, budget), budget)
     if tag == "b" and type(body) is str:
         return bytes.fromhex(body)
     if tag == "c" and type(body) is list and len(body) == 2 and all(type(x) in (int, float) for x in body):
@@ -141,10 +180,53 @@ def _decode_tagged(data, make_handle, depth):
     if tag == "x" and type(body) is str:
         return Unrepresentable(body[:100])
     if tag in _CONTAINER_TAGS:
-        return _decode_container(tag, body, make_handle, depth)
-    if tag == "h" and type(body) is int and make_handle is not None:
+        return _decode_container(tag, body, make_handle, depth, budget)
+    if tag == "h" and type(body) is int and 0 <= body < MAX_HANDLE and make_handle is not None:
         return make_handle(body, str(data.get("type", "object"))[:100])
     raise ProtocolError(f"unknown tag {tag!r}")
+
+
+# Handles are numbered from 0 by the sandbox; below 2**61 - 1 an int is its own hash, so the judge's table of handles
+# cannot be flooded with numbers that all hash alike.
+MAX_HANDLE = 1 << 60
+
+
+def _shared_hashes(keys: list) -> tuple[list, set]:
+    """The keys' hashes, and the hashes that two or more of them share (none, in the common case). Linear: the hash
+    values are ints, of which at most a few share a hash in turn (an int's hash is itself modulo 2**61 - 1)."""
+    hashes = list(map(hash, keys))  # TypeError for a key that cannot be one (a candidate object)
+    if len(set(hashes)) == len(hashes):
+        return hashes, set()
+    counts = collections.Counter(hashes)
+    return hashes, {h for h, n in counts.items() if n > 1}
+
+
+def _new_set(kind: type, items: list, budget):
+    """`kind(items)`, in time linear in the items unless their hashes collide: then key by key, the budget checked
+    after each key that shares its hash (150,000 integers of one hash cost a single set() call about a minute)."""
+    hashes, shared = _shared_hashes(items)
+    if not shared:
+        return kind(items)
+    made = set()
+    for item, h in zip(items, hashes):
+        made.add(item)
+        if budget is not None and h in shared:
+            budget.check()
+    return made if kind is set else frozenset(made)  # a set's entries are copied with their hashes: no comparison
+
+
+def _new_mapping(make, pairs: list, budget):
+    """`make(pairs)` (a dict, or one of the standard mappings), with colliding keys inserted as `_new_set` does, in
+    their order."""
+    hashes, shared = _shared_hashes([k for k, _ in pairs])
+    if not shared:
+        return make(pairs)
+    made = make(())
+    for (key, value), h in zip(pairs, hashes):
+        made[key] = value
+        if budget is not None and h in shared:
+            budget.check()
+    return made
 
 
 # The standard library's containers that solutions return as data (`Counter(words)`, a `namedtuple`), rebuilt as the
@@ -186,31 +268,34 @@ def _encode_container(value, handle_of, depth):
     return {"nt": [list(type(value)._fields), items(tuple.__iter__(value))]}
 
 
-def _decode_container(tag, body, make_handle, depth):
+def _decode_container(tag, body, make_handle, depth, budget):
     if tag == "ba" and type(body) is str:
         return bytearray.fromhex(body)
     body = _as_list(body)
     if tag == "dq" and len(body) == 2 and (body[1] is None or type(body[1]) is int):
-        return collections.deque(_items(body[0], make_handle, depth), body[1])
+        return collections.deque(_items(body[0], make_handle, depth, budget), body[1])
     if tag in ("C", "od", "dd"):
-        pairs = _pairs(body[1] if tag == "dd" else body, make_handle, depth)
+        pairs = _pairs(body[1] if tag == "dd" else body, make_handle, depth, budget)
         if tag == "C":
-            return collections.Counter(dict(pairs))
+            return _new_mapping(lambda items: collections.Counter(dict(items)), pairs, budget)
         if tag == "od":
-            return collections.OrderedDict(pairs)
+            return _new_mapping(collections.OrderedDict, pairs, budget)
         factory = body[0]
-        factory = _FACTORIES.get(factory) if type(factory) is str else decode(factory, make_handle, depth + 1)
-        return collections.defaultdict(factory if callable(factory) else None, pairs)
+        factory = _FACTORIES.get(factory) if type(factory) is str else decode(factory, make_handle, depth + 1, budget)
+        factory = factory if callable(factory) else None
+        return _new_mapping(lambda items: collections.defaultdict(factory, items), pairs, budget)
     if tag == "nt" and len(body) == 2:
-        return _namedtuple(body[0])._make(_items(body[1], make_handle, depth))
+        return _namedtuple(body[0], budget)._make(_items(body[1], make_handle, depth, budget))
     raise ProtocolError(f"malformed {tag!r} value")
 
 
-def _namedtuple(fields) -> type:
+def _namedtuple(fields, budget=None) -> type:
     fields = tuple(fields) if type(fields) is list and len(fields) <= MAX_FIELDS else None
     if fields not in _NAMEDTUPLES:
         if len(_NAMEDTUPLES) >= MAX_NAMEDTUPLE_CLASSES:  # each is a class to build: a reply cannot ask for millions
             raise ProtocolError("too many kinds of namedtuple")
+        if budget is not None:
+            budget.check()
         try:
             cls = collections.namedtuple("namedtuple", fields)
         except (TypeError, ValueError):  # not identifiers, a keyword, a duplicate, a leading underscore
@@ -220,16 +305,18 @@ def _namedtuple(fields) -> type:
     return _NAMEDTUPLES[fields]
 
 
-def _items(body, make_handle, depth) -> list:
+def _items(body, make_handle, depth, budget=None) -> list:
     """A container's items, decoded one level deeper than the container (as encode counts)."""
-    return [decode(v, make_handle, depth + 1) for v in _as_list(body)]
+    return decode(_as_list(body), make_handle, depth, budget)
 
 
-def _pairs(body, make_handle, depth) -> list:
+def _pairs(body, make_handle, depth, budget=None) -> list:
     """A dict's [[key, value], ...], decoded; keys and values one level deeper than the dict (as encode counts)."""
     if not all(type(p) is list and len(p) == 2 for p in _as_list(body)):
         raise ProtocolError("dict entries must be [key, value] pairs")
-    return [[decode(k, make_handle, depth + 1), decode(v, make_handle, depth + 1)] for k, v in body]
+    if budget is not None:
+        budget.spend(2 * len(body))
+    return [[decode(k, make_handle, depth + 1, budget), decode(v, make_handle, depth + 1, budget)] for k, v in body]
 
 
 def _as_list(body):
@@ -274,12 +361,18 @@ class LineReader:
 
     def read_message(self):
         line = self.read_line()
-        if line is None:
-            return None
-        try:
-            message = json.loads(line)
-        except (ValueError, RecursionError) as exc:
-            raise ProtocolError(f"not a JSON message: {exc}") from None
-        if type(message) is not dict:
-            raise ProtocolError("a message must be a JSON object")
-        return message
+        return None if line is None else parse_message(line)
+
+
+def parse_message(line: bytes) -> dict:
+    """One message (a JSON object) from its line. The type is checked before any object is built: a line of 60 MiB of
+    nested empty lists made the judge build about 2 GiB of them before it found that they were not a message."""
+    if line[:1] != b"{" or line[-1:] != b"}":
+        raise ProtocolError("a message must be a JSON object")
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError) as exc:
+        raise ProtocolError(f"not a JSON message: {exc}") from None
+    if type(message) is not dict:
+        raise ProtocolError("a message must be a JSON object")
+    return message
