@@ -219,6 +219,7 @@ def binary():
     yield v
     v.close()
 
+
 CHECKED = "def add(a, b):\n    if not isinstance(b, int):\n        raise {error}\n    return a + b\n"
 
 
@@ -284,6 +285,11 @@ NAMED_LIKE_A_BUILTIN = {  # a class named ValueError that is no ValueError
     + CHECKED.format(error="Bad('no')"),
     "key_error_for_a_value_error": "class KeyError(ValueError.__base__):\n    pass\n\n"
     + CHECKED.format(error="KeyError('no')"),
+    # A class of the standard library is the judge's own copy of it, but never one of unittest's, which steer the
+    # run: a SkipTest (real, or a class that says it is one) must not skip the test that expects a ValueError.
+    "unittest_skip_test": "import unittest\n\n" + CHECKED.format(error="unittest.SkipTest('skip')"),
+    "claims_to_be_skip_test": "class SkipTest(Exception):\n    pass\n\nSkipTest.__module__ = 'unittest.case'\n\n"
+    + CHECKED.format(error="SkipTest('skip')"),
     # The harness that describes the class runs in the candidate's process: a forged description names a builtin
     # that is not one, or makes its own class of the judge's own names; neither is a ValueError.
     "forged_description_of_a_builtin": "import sys\nh = sys.modules.get('harness') or sys.modules['__main__']\n"
@@ -292,6 +298,9 @@ NAMED_LIKE_A_BUILTIN = {  # a class named ValueError that is no ValueError
     "forged_description_of_its_own_class": "import sys\nh = sys.modules.get('harness') or sys.modules['__main__']\n"
     "h.exception_class = lambda cls, handles: {'type': 7, 'own': [[7, 'ValueError', ['Skipped', 7, 'SkipTest']]]}\n"
     + CHECKED.format(error="RuntimeError('no')"),
+    "forged_description_of_a_standard_class": "import sys\nh = sys.modules.get('harness') or sys.modules['__main__']\n"
+    "h.exception_class = lambda cls, handles: {'type': 7, 'own': [[7, 'SkipTest', [], 'unittest.case', 'SkipTest'],"
+    " [8, 'Skipped', [], 'formats_units', 'Skipped']]}\n" + CHECKED.format(error="RuntimeError('no')"),
 }
 A_VALUE_ERROR = {  # the builtin ValueError, or a class that really is one
     "builtin": CHECKED.format(error="ValueError('no')"),
@@ -332,7 +341,9 @@ def test_a_keyboard_interrupt_ends_the_run_as_it_ends_pytest_and_unittest():
     interrupts = "def add(a, b):\n    if a == 0:\n        raise KeyboardInterrupt\n    return a + b\n"
     pytest_tests = "from solution import add\n\ndef test_a():\n    assert add(1, 2) == 3\n\ndef test_b():\n"
     pytest_tests += "    try:\n        add(0, 1)\n    except Exception:\n        pass\n\ndef test_c():\n    assert add(2, 2) == 4\n"
-    unittest_tests = "import unittest\nfrom solution import add\n\nclass T(unittest.TestCase):\n    def test_a(self):\n"
+    unittest_tests = (
+        "import unittest\nfrom solution import add\n\nclass T(unittest.TestCase):\n    def test_a(self):\n"
+    )
     unittest_tests += "        self.assertEqual(add(1, 2), 3)\n\n    def test_b(self):\n        add(0, 1)\n\n"
     unittest_tests += "    def test_c(self):\n        self.assertEqual(add(2, 2), 4)\n"
     try:

@@ -274,6 +274,37 @@ def test_a_subclass_of_a_builtin_exception_is_that_builtin(verifier):
     assert_wrong(verifier, "def load(s):\n    raise RuntimeError(s)", tests, reason="candidate_error: RuntimeError")
 
 
+# A class of the standard library crosses as the judge's own copy of it, as a builtin is the builtin (issue 33): a
+# test expecting `json.JSONDecodeError` or `queue.Empty` catches the candidate's, and the candidate's subclass of one.
+STANDARD_ERRORS = (
+    "import json, queue\n\nclass Truncated(json.JSONDecodeError):\n    pass\n\ndef parse(s):\n"
+    "    if s.endswith('...'):\n        raise Truncated('cut', s, len(s))\n    return json.loads(s)\n\n"
+    "def first(items):\n    q = queue.Queue()\n    for item in items:\n        q.put(item)\n"
+    "    return q.get_nowait()\n"
+)
+STANDARD_ERROR_TESTS = {
+    "pytest": "import json, queue, pytest\nfrom solution import parse, first\n\ndef test_json():\n"
+    "    with pytest.raises(json.JSONDecodeError):\n        parse('{')\n"
+    "    with pytest.raises(json.JSONDecodeError):\n        parse('[1, ...')\n    assert parse('[1]') == [1]\n\n"
+    "def test_queue():\n    with pytest.raises(queue.Empty):\n        first([])\n    assert first([3]) == 3\n",
+    "unittest": "import json, queue, unittest\nfrom solution import parse, first\n\nclass T(unittest.TestCase):\n"
+    "    def test_errors(self):\n        self.assertRaises(json.JSONDecodeError, parse, '{')\n"
+    "        self.assertRaises(queue.Empty, first, [])\n",
+    "asserts": "import json\ntry:\n    parse('{')\n    caught = None\nexcept json.JSONDecodeError as e:\n"
+    "    caught = e\nassert isinstance(caught, ValueError) and isinstance(caught, json.JSONDecodeError)\n",
+}
+
+
+@pytest.mark.parametrize("tests", sorted(STANDARD_ERROR_TESTS))
+def test_an_exception_of_the_standard_library_is_that_class(verifier, tests):
+    assert_correct(verifier, STANDARD_ERRORS, STANDARD_ERROR_TESTS[tests])
+    raises_value_error = STANDARD_ERRORS.replace("return json.loads(s)", "raise ValueError(s)").replace(
+        "return q.get_nowait()", "raise IndexError('empty')"
+    )
+    reason = "candidate_error: ValueError" if tests == "asserts" else "wrong"  # it escapes the script's except
+    assert_wrong(verifier, raises_value_error, STANDARD_ERROR_TESTS[tests], reason=reason)
+
+
 # --- xunit-style set-up: setup_module, setup_function, setup_class, setUpModule ---
 
 XUNIT_PYTEST = """

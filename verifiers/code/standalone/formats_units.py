@@ -13,6 +13,7 @@ Standard library only, imported by the judge script (judge.py): no package-relat
 from __future__ import annotations
 
 import builtins
+import sys
 
 
 class CandidateFailure(Exception):
@@ -113,8 +114,8 @@ def _builtin_class(name) -> type | None:
 
 
 def _raised_class(base: type) -> type:
-    """The class of the exceptions the judge raises for a builtin one the candidate raised: that builtin class (or what
-    stands for it) and CandidateRaised."""
+    """The class of the exceptions the judge raises for a builtin (or standard-library) one the candidate raised: that
+    class (or what stands for it) and CandidateRaised."""
     if base not in _RAISED_TYPES:
         real = _STANDS_FOR.get(base, base)
         _RAISED_TYPES[base] = type(base.__name__, (real, CandidateRaised), {"__str__": _message})
@@ -141,7 +142,7 @@ class CandidateClasses:
         entries: dict = {}
         own = described.get("own")
         for entry in own[:MAX_OWN_ENTRIES] if type(own) is list else ():
-            if type(entry) is list and len(entry) == 3 and type(entry[0]) is int and type(entry[1]) is str:
+            if type(entry) is list and len(entry) in (3, 5) and type(entry[0]) is int and type(entry[1]) is str:
                 entries.setdefault(entry[0], entry)
         return self._class(described.get("type"), entries, set())
 
@@ -155,10 +156,33 @@ class CandidateClasses:
         if ref not in entries or ref in making or len(self.own) >= MAX_CLASSES:  # a cycle: only a forged report
             return None
         making.add(ref)
-        _, name, bases = entries[ref]
-        bases = [self._class(b, entries, making) for b in (bases[:MAX_BASES] if type(bases) is list else ())]
-        self.own[ref] = made = _own_class(name[:100], [b for b in bases if b is not None])
-        return made
+        name, bases = entries[ref][1:3]
+        found = _standard_class(*entries[ref][3:]) if len(entries[ref]) == 5 else None
+        if found is None:
+            bases = [self._class(b, entries, making) for b in (bases[:MAX_BASES] if type(bases) is list else ())]
+            found = _own_class(name[:100], [b for b in bases if b is not None])
+        self.own[ref] = found
+        return found
+
+
+def _standard_class(module, qualname) -> type | None:
+    """The judge's own class of a standard-library module that the sandbox says the candidate's class is
+    (`json.decoder.JSONDecodeError`), as a builtin is the builtin: `pytest.raises(json.JSONDecodeError)` catches a
+    failed `json.loads`, as in plain execution. Only a module the judge has already imported (the test code imports
+    what it names; nothing is imported for a candidate), only an exception class found under that very name (read from
+    the module's and classes' own attributes: no module `__getattr__` runs), and never one of unittest's, whose
+    exceptions steer the test run (SkipTest, _ShouldStop): a claim the candidate forges can only name a class it could
+    have raised itself."""
+    if type(module) is not str or type(qualname) is not str or module.partition(".")[0] not in sys.stdlib_module_names:
+        return None
+    found = sys.modules.get(module)
+    for part in qualname.split(".")[:8] if found is not None else ():
+        found = vars(found).get(part) if hasattr(found, "__dict__") else None
+    if not (isinstance(found, type) and issubclass(found, BaseException) and found.__module__ == module):
+        return None
+    if found.__qualname__ != qualname or any(str(c.__module__).startswith("unittest") for c in found.__mro__):
+        return None
+    return found
 
 
 def _own_class(name: str, bases: list) -> type:
@@ -186,8 +210,8 @@ def candidate_raised(error_text: str, described=None, exit_code=None, classes: C
     to break it) is a bare BaseException: only `except BaseException` or a bare `except` catches it."""
     name, _, message = error_text.partition(": ")
     cls = classes.resolve(described) if classes is not None else None
-    builtin = cls if cls is not None and cls.__module__ == "builtins" else None
-    cls = _raised_class(builtin) if builtin is not None else cls or _raised_class(BaseException)
+    known = cls if cls is not None and not issubclass(cls, CandidateRaised) else None  # a builtin, or a standard one
+    cls = _raised_class(known) if known is not None else cls or _raised_class(BaseException)
     exc = _instance(cls, exit_code if issubclass(cls, SystemExit) else message)
     exc.message, exc.type_name = message, name
     return exc

@@ -286,11 +286,12 @@ def raised_class(exc: BaseException, handles: Handles) -> dict:
 
 def exception_class(cls, handles: Handles) -> dict | None:
     """An exception class as the judge rebuilds it, by identity, never by name: {"type": ref, "own": [[number, name,
-    [ref of each base]], ...]}, where a ref is the name of a builtin exception class that `cls` (or the base) is, or
-    the number of one of the candidate's own classes (the standard library's count as its own: they are not the
-    builtins), each listed in "own" with its real bases (those that are exception classes). A candidate's `class
-    ValueError(BaseException)` is its own class named ValueError, whose base is the builtin BaseException. None when
-    `cls` is not an exception class."""
+    [ref of each base], module, qualname], ...]}, where a ref is the name of a builtin exception class that `cls` (or
+    the base) is, or the number of a class that is not a builtin, listed in "own" with its real bases (those that are
+    exception classes) and, for a class of a standard-library module (`json.JSONDecodeError`), where the judge finds
+    its own copy of it (formats_units.CandidateClasses decides whether to). A candidate's `class
+    ValueError(BaseException)` is a class of its own named ValueError, whose base is the builtin BaseException. None
+    when `cls` is not an exception class."""
     if not (isinstance(cls, type) and issubclass(cls, BaseException)):
         return None
 
@@ -301,7 +302,11 @@ def exception_class(cls, handles: Handles) -> dict | None:
     for c in [c for c in cls.__mro__ if issubclass(c, BaseException)][:MAX_EXCEPTION_CLASSES]:
         if BUILTIN_EXCEPTIONS.get(c.__name__) is not c:
             bases = [ref(b) for b in c.__bases__ if issubclass(b, BaseException)]
-            own.append([handles.number(c), str(c.__name__)[:100], bases[:MAX_EXCEPTION_CLASSES]])
+            entry = [handles.number(c), str(c.__name__)[:100], bases[:MAX_EXCEPTION_CLASSES]]
+            module = getattr(c, "__module__", None)
+            if type(module) is str and module.partition(".")[0] in sys.stdlib_module_names:
+                entry += [module[:200], str(c.__qualname__)[:200]]
+            own.append(entry)
     return {"type": ref(cls), "own": own}
 
 
