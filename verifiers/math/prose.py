@@ -196,9 +196,10 @@ def committed_value(text: str) -> str | None:
             return settled if at >= 0 and _commits(text, at, at + len(settled), settled, denials=False) else None
         if QUALIFIER_BEFORE.search(text[max(0, start - 40) : start]) or QUALIFIER_AFTER.match(text[end:]):
             return QUALIFIED
-        listed = LIST_BEFORE.search(text[:start])
+        window = max(0, start - CLAUSE_WINDOW)
+        listed = LIST_BEFORE.search(text[window:start])
         if listed and listed.group(0).strip():
-            return text[listed.start() : end]  # "1, 2, 3 and 4": the list, not its last item
+            return text[window + listed.start() : end]  # "1, 2, 3 and 4": the list, not its last item
         committed = _commitments(text, [(offset + m.start(), offset + m.end()) for m in numbers])
         if not committed:
             return None

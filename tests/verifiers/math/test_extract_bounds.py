@@ -18,6 +18,8 @@ PATHOLOGICAL = {
     "one sentence of numbers": " ".join(str(i) for i in range(20000)),
     "a long run of spaces": "a" + " " * 100000 + "b",
     "a list with no end": "1, " * 20000 + "x",
+    "a list that ends in a word": "1, " * 20000 + "1 x 5.",
+    "an and-list that ends in a word": "1 and " * 20000 + "1 x 5.",
     "a list joined by and": "1 and " * 20000 + "2",
     "an ellipsis list": "1, ..., " * 10000 + "2",
     "stating verbs": "is " * 30000 + "7",
