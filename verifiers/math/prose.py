@@ -14,8 +14,9 @@ model"):
   statements agree (a loop "So x = 3. So x = 4. So x" never settles); a sentence that checks an earlier answer
   ("Checking: $2(5)+1=11$") is not the answer.
 
-Every regular expression here is linear-time (no nested quantifiers): this runs in the trainer's process on
-untrusted text, outside any deadline.
+This runs in the trainer's process on untrusted text, outside any deadline, so its cost stays linear in the text's
+length: a pattern that could backtrack (a list of numbers) is only run on a bounded window, and
+`tests/verifiers/math/test_extract_bounds.py` feeds it pathological completions.
 """
 
 from __future__ import annotations
