@@ -323,6 +323,18 @@ def test_an_exception_that_is_the_builtin_is_caught_as_the_builtin(binary, form,
     assert (result.score, result.reason) == (1.0, "correct"), (result.reason, result.details)
 
 
+KEY_ERROR = _rejects("KeyError")
+
+
+@pytest.mark.parametrize("form", sorted(KEY_ERROR))
+def test_a_class_named_key_error_is_not_a_key_error(binary, form):
+    # the issue's own case: `class KeyError(Exception)` passed `assertRaises(KeyError)`
+    own = "class KeyError(Exception):\n    pass\n\n" + CHECKED.format(error="KeyError('x')")
+    assert_wrong_answer(binary.verify(own, KEY_ERROR[form]))
+    result = binary.verify(CHECKED.format(error="KeyError('x')"), KEY_ERROR[form])
+    assert (result.score, result.reason) == (1.0, "correct"), (result.reason, result.details)
+
+
 def test_the_solutions_own_class_named_like_a_builtin_is_its_own(binary):
     # `from solution import ValueError` is the solution's class, as under plain pytest: it catches that class only
     tests = (
