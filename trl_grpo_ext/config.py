@@ -64,7 +64,8 @@ class GRPOExtConfig(GRPOConfig):
 
     > Parameters that differ from `GRPOConfig`:
     >
-    > - `bf16`: defaults to `True` only where bf16 is supported (stock fails on a machine without it).
+    > - `bf16`: left unset, `False` where stock's default `True` fails (no bf16 support and `use_cpu` not given);
+    >   elsewhere stock's default, `True` (with `use_cpu=True`, bf16 autocast on the CPU, as stock).
     > - `use_cpu`: set to `True` on a machine with no accelerator, so that processes started by `accelerate launch`
     >   form a (gloo) process group instead of each training alone.
 
@@ -173,12 +174,15 @@ class GRPOExtConfig(GRPOConfig):
     )
 
     def __post_init__(self):
+        if self.bf16 is None and not self.fp16 and not self.use_cpu and not bf16_supported():
+            # Only where stock's default (bf16=True) would fail, i.e. without use_cpu as given: fp32 instead. With
+            # use_cpu given, stock's default works (bf16 autocast on the CPU) and is kept, so that the same arguments
+            # train exactly as stock (decided before use_cpu is set below, which would otherwise hide the difference).
+            self.bf16 = False
         if not self.use_cpu and not accelerator_available():
             # Without this, `accelerate launch --multi_gpu` on a CPU-only machine starts processes that never join a
             # process group: each trains alone on its own data.
             self.use_cpu = True
-        if self.bf16 is None and not self.fp16 and not bf16_supported():
-            self.bf16 = False
         super().__post_init__()
         self._map_scale_rewards()
         self._validate_advantage_settings()

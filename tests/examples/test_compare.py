@@ -421,6 +421,46 @@ def test_config_file_with_a_local_model_dataset_folder_and_custom_verifier(tmp_p
     assert (out / "rloo-seed0.jsonl").stat().st_mtime_ns == mtime
 
 
+PARITY_VERIFIER = """
+from trl_grpo_ext.verifiers import register_verifier
+
+
+@register_verifier("first_char_parity_test")
+def first_char_parity(completion, reference):
+    return float(ord(completion[0]) % 2) if completion else 0.0
+"""
+
+
+def test_default_variant_logs_exactly_what_stock_logs_on_a_task_file(tmp_path, tiny_model_dir):
+    """A `--config` task (local model folder, dataset folder, a verifier from a .py file) at TRL's defaults: stock and
+    the default variant log the same values, entropy included. Such a file leaves bf16 unset, and on a CPU stock then
+    trains with bf16 autocast; the extension used to pick fp32 there (issue 34)."""
+    from datasets import Dataset
+
+    Dataset.from_list([{"question": f"{a}+{b}=", "solution": str(a + b)} for a in range(4) for b in range(4)]).save_to_disk(
+        tmp_path / "data"
+    )  # fmt: skip
+    (tmp_path / "parity_verifier.py").write_text(PARITY_VERIFIER)
+    (tmp_path / "task.yaml").write_text(
+        f"model_name_or_path: {tiny_model_dir}\ndataset_name: {tmp_path / 'data'}\nprompt_column: question\n"
+        f"reference_column: solution\nreward_verifiers: [math, first_char_parity_test]\n"
+        f"verifier_imports: [{tmp_path / 'parity_verifier.py'}]\n"
+        "max_steps: 2\nnum_generations: 4\nper_device_train_batch_size: 8\nmax_completion_length: 4\n"
+    )
+    out = tmp_path / "out"
+    result = run_compare("--config", str(tmp_path / "task.yaml"), "--output_dir", str(out))
+    stock, ext = read_jsonl(out / "stock-seed0.jsonl"), read_jsonl(out / "ext-seed0.jsonl")
+    assert len(stock) == len(ext) == 2
+    for stock_row, ext_row in zip(stock, ext):
+        shared = {k for k in stock_row.keys() & ext_row.keys() if k not in MACHINE_METRICS and not timing(k)}
+        assert {"reward", "reward_std", "entropy", "loss", "grad_norm"} <= shared
+        assert {k: stock_row[k] for k in shared} == {k: ext_row[k] for k in shared}
+    assert any(row["grad_norm"] > 0 for row in stock), "no step had a non-zero advantage: the check proved little"
+    table = (out / "results.md").read_text()
+    assert table in result.stdout
+    assert "| identical logs" in table
+
+
 def test_a_folder_of_data_files_loads_with_load_dataset(tmp_path):
     from trl_grpo_ext.compare.worker import load_task_dataset
 

@@ -35,6 +35,20 @@ def test_cpu_only_machine_selects_the_cpu(tmp_path, monkeypatch):
     assert cfg.bf16 is False  # and not bf16 autocast on the CPU
 
 
+@pytest.mark.parametrize("machine_supports_bf16", [False, True])
+def test_where_stock_accepts_the_arguments_every_stock_field_resolves_as_stock(
+    tmp_path, monkeypatch, machine_supports_bf16
+):
+    """Given use_cpu=True, stock's bf16 default works (bf16 autocast on the CPU): the extension keeps it. Turning it
+    off there made `compare --config` on a CPU train the default variant in fp32 against stock's bf16 autocast
+    (issue 34: a different logged entropy at every step)."""
+    monkeypatch.setattr(config_module, "bf16_supported", lambda: machine_supports_bf16)
+    stock = GRPOConfig(output_dir=str(tmp_path), report_to="none", use_cpu=True).to_dict()
+    ext = config(tmp_path, use_cpu=True).to_dict()
+    assert ext["bf16"] is True
+    assert {k: v for k, v in ext.items() if k in stock} == stock
+
+
 def test_defaults_select_stock_behaviour(tmp_path):
     cfg = config(tmp_path)
     assert (cfg.advantage_estimator, cfg.kl_estimator, cfg.kl_placement) == ("grpo", "k3", "loss")
