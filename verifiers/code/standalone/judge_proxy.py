@@ -6,7 +6,6 @@ proxy cannot be compared, hashed or tested for truth: it can never stand in for 
 """
 
 import collections
-import contextlib
 import resource
 import time
 
@@ -82,8 +81,7 @@ class Session:
             self.ceiling = None
             if line is not None and self.reply_memory is not None and len(line) > CHECKED_REPLY_BYTES:
                 self.ceiling = address_space() + self.reply_memory
-            with address_space_below(self.ceiling):
-                message = None if line is None else roomy(parse_message, line)
+            message = None if line is None else within_address_space(self.ceiling, parse_message, line)
         except MemoryError:
             message, self.gone = None, self.too_large()
         except (ProtocolError, OSError, RecursionError) as exc:  # a reply too big for the judge
@@ -127,8 +125,7 @@ class Session:
         and the reply's ceiling of address space (then `reply_too_large`); either ends the candidate's run."""
         budget = DecodeBudget(started + max(0.0, self.budget_s - self.reading_s))
         try:
-            with address_space_below(self.ceiling):
-                return roomy(decode, value, self.make_handle, 0, budget)
+            return within_address_space(self.ceiling, decode, value, self.make_handle, 0, budget)
         except OverBudget:
             self.gone = self.gone or self.timed_out()
         except MemoryError:
@@ -278,17 +275,16 @@ def address_space() -> int:
         return int(statm.read().split()[0]) * resource.getpagesize()
 
 
-@contextlib.contextmanager
-def address_space_below(ceiling: int | None):
-    """RLIMIT_AS lowered to `ceiling` (never raised) for the time of the block: an allocation past it raises
-    MemoryError there. The limit the judge child set for itself (judge.apply_limits) is back afterwards."""
+def within_address_space(ceiling: int | None, function, *args):
+    """`roomy(function, *args)` with RLIMIT_AS lowered to `ceiling` (never raised) for its time: an allocation past it
+    raises MemoryError there. The limit the judge child set for itself (judge.apply_limits) is back afterwards. No
+    ceiling, no system call: the common case, a short reply."""
     if ceiling is None:
-        yield
-        return
+        return roomy(function, *args)
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    lowered = ceiling if soft == resource.RLIM_INFINITY else min(ceiling, soft)
+    lowered = min(limit for limit in (ceiling, soft, hard) if limit != resource.RLIM_INFINITY)
     resource.setrlimit(resource.RLIMIT_AS, (lowered, hard))
     try:
-        yield
+        return roomy(function, *args)
     finally:
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
