@@ -36,6 +36,7 @@ from protocol import (
 # about 30 bytes of objects per byte it reads (nested empty lists, tuples), so shorter ones stay within tens of MiB.
 CHECKED_REPLY_BYTES = 1 << 20
 EXIT_CODE_BUDGET_S = 1.0  # a SystemExit's code, decoded apart from the replies' budget
+PLAIN_SCALARS = (bool, int, float)  # JSON numbers, which decode to themselves
 
 READS = ("get", "class")  # requests that only read the candidate's state
 
@@ -123,6 +124,8 @@ class Session:
     def decode(self, value, started: float):
         """A value of the last reply read, decoded under its bounds: the CPU time left of `budget_s` (then a timeout)
         and the reply's ceiling of address space (then `reply_too_large`); either ends the candidate's run."""
+        if value is None or type(value) in PLAIN_SCALARS:  # what many calls return: nothing to build
+            return value
         budget = DecodeBudget(started + max(0.0, self.budget_s - self.reading_s))
         try:
             return within_address_space(self.ceiling, decode, value, self.make_handle, 0, budget)
