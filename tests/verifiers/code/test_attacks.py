@@ -398,3 +398,158 @@ def test_replies_the_judge_must_parse_again_and_again_are_charged_to_the_candida
         assert time.monotonic() - start < 30
     finally:
         verifier.close()
+
+
+# The kernel surface outside the system call allowlist (issue 33; tests/verifiers/code/test_syscall_allowlist.py
+# enumerates every number): each attack makes a call an ordinary program never makes, which would show the candidate
+# what the judge does (dnotify on the interpreter's folder, where the judge imports the test's modules), reach the
+# kernel code that most of its exploits go through (io_uring, userfaultfd, perf events, BPF), another process's memory
+# and files (ptrace, process_vm_readv, pidfd_getfd, kcmp, file handles), namespaces and mounts, or the hypervisor
+# (AF_VSOCK sockets, which no network namespace confines). `attack()` is 0 when the call got through, else its errno;
+# `add` is right only then. Each must score 0, and fail with the filter's errno.
+KERNEL_PRELUDE = """
+import ctypes, errno, fcntl, os, signal, socket, struct, tempfile, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+NR = {
+    "x86_64": dict(io_uring_setup=425, userfaultfd=323, perf_event_open=298, bpf=321, ptrace=101, process_vm_readv=310,
+                   pidfd_open=434, pidfd_getfd=438, kcmp=312, name_to_handle_at=303, open_by_handle_at=304, setns=308,
+                   mount=165, kexec_load=246),
+    "aarch64": dict(io_uring_setup=425, userfaultfd=282, perf_event_open=241, bpf=280, ptrace=117, process_vm_readv=270,
+                    pidfd_open=434, pidfd_getfd=438, kcmp=272, name_to_handle_at=264, open_by_handle_at=265, setns=268,
+                    mount=40, kexec_load=104),
+}[os.uname().machine]
+
+def raw(name, *args):
+    return libc.syscall(ctypes.c_long(NR[name]), *(ctypes.c_long(a) if isinstance(a, int) else a for a in args))
+
+def syscall(name, *args):
+    return 0 if raw(name, *args) >= 0 else ctypes.get_errno()
+
+def failure(function, *args):
+    try:
+        function(*args)
+    except OSError as exc:
+        return exc.errno
+    return 0
+
+def first_success(codes):
+    return 0 if 0 in codes else codes[0]
+"""
+KERNEL_SURFACE = {
+    "fcntl_notify_on_the_interpreter_folder": (
+        "def attack():\n    fd = os.open(os.path.dirname(os.__file__), os.O_RDONLY)\n"
+        "    return failure(fcntl.fcntl, fd, fcntl.F_NOTIFY, fcntl.DN_ACCESS | fcntl.DN_MULTISHOT)\n",
+        "errno.EPERM",
+    ),
+    "fcntl_lease_on_its_own_file": (
+        "def attack():\n    handle, path = tempfile.mkstemp()\n    os.close(handle)\n    fd = os.open(path, os.O_RDONLY)\n"
+        "    return failure(fcntl.fcntl, fd, fcntl.F_SETLEASE, fcntl.F_RDLCK)\n",
+        "errno.EPERM",
+    ),
+    "fcntl_owner_and_signal_of_a_pipe": (
+        "def attack():\n    r, w = os.pipe()\n    return first_success([failure(fcntl.fcntl, r, fcntl.F_SETOWN, os.getpid()),"
+        " failure(fcntl.fcntl, r, 10, signal.SIGUSR1)])\n",  # 10: F_SETSIG
+        "errno.EPERM",
+    ),
+    "io_uring_setup": (
+        "def attack():\n    return syscall('io_uring_setup', 8, ctypes.create_string_buffer(120))\n",
+        "errno.EPERM",
+    ),
+    "userfaultfd_user_mode_only": (
+        "def attack():\n    return syscall('userfaultfd', 1 | os.O_CLOEXEC)\n",  # UFFD_USER_MODE_ONLY
+        "errno.EPERM",
+    ),
+    "perf_event_open_on_itself": (
+        "def attack():\n    attr = bytearray(128)\n    struct.pack_into('IIQ', attr, 0, 1, 128, 1)\n"  # software, task clock
+        "    struct.pack_into('Q', attr, 40, 1 << 5 | 1 << 6)\n"  # exclude_kernel, exclude_hv: allowed at paranoid 2
+        "    return syscall('perf_event_open', ctypes.create_string_buffer(bytes(attr)), 0, -1, -1, 0)\n",
+        "errno.EPERM",
+    ),
+    "bpf_map_create": (
+        "def attack():\n    attr = ctypes.create_string_buffer(struct.pack('IIII', 2, 4, 4, 1) + bytes(112))\n"
+        "    return syscall('bpf', 0, attr, 128)\n",
+        "errno.EPERM",
+    ),
+    "ptrace_attach_to_its_child": (
+        "def attack():\n    pid = os.fork()\n    if pid == 0:\n        time.sleep(30)\n        os._exit(0)\n"
+        "    try:\n        return syscall('ptrace', 16, pid, 0, 0)\n"  # PTRACE_ATTACH
+        "    finally:\n        os.kill(pid, signal.SIGKILL)\n        os.waitpid(pid, 0)\n",
+        "errno.EPERM",
+    ),
+    "process_vm_readv_of_itself": (
+        "class iovec(ctypes.Structure):\n    _fields_ = [('base', ctypes.c_void_p), ('length', ctypes.c_size_t)]\n"
+        "def attack():\n    source, target = ctypes.create_string_buffer(b'secret!'), ctypes.create_string_buffer(8)\n"
+        "    local = iovec(ctypes.addressof(target), 8)\n    remote = iovec(ctypes.addressof(source), 8)\n"
+        "    return syscall('process_vm_readv', os.getpid(), ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)\n",
+        "errno.EPERM",
+    ),
+    "pidfd_getfd_of_itself": (
+        "def attack():\n    pidfd = raw('pidfd_open', os.getpid(), 0)\n    if pidfd < 0:\n        return ctypes.get_errno()\n"
+        "    return syscall('pidfd_getfd', pidfd, 0, 0)\n",
+        "errno.EPERM",
+    ),
+    "kcmp_of_itself": (
+        "def attack():\n    return syscall('kcmp', os.getpid(), os.getpid(), 0, 0, 0)\n",  # KCMP_FILE
+        "errno.EPERM",
+    ),
+    "name_to_handle_at_and_open_by_handle_at": (
+        "def attack():\n    handle = ctypes.create_string_buffer(struct.pack('Ii', 128, 0) + bytes(128))\n"
+        "    mount_id = ctypes.c_int()\n    folder = tempfile.mkdtemp().encode()\n"
+        "    return first_success([syscall('name_to_handle_at', -100, folder, handle, ctypes.byref(mount_id), 0),\n"
+        "                          syscall('open_by_handle_at', -100, handle, 0)])\n",  # AT_FDCWD
+        "errno.EPERM",
+    ),
+    "namespaces_of_every_kind": (
+        "def attack():\n    flags = [0x20000, 0x02000000, 0x04000000, 0x08000000, 0x10000000, 0x20000000, 0x40000000, 0x80]\n"
+        "    return first_success([0 if libc.unshare(flag) == 0 else ctypes.get_errno() for flag in flags])\n",
+        "errno.EPERM",
+    ),
+    "setns_mount_and_kexec": (
+        "def attack():\n    fd = os.open('/proc/self/ns/net', os.O_RDONLY)\n"
+        "    return first_success([syscall('setns', fd, 0), syscall('mount', b'none', b'/tmp', b'tmpfs', 0, None),\n"
+        "                          syscall('kexec_load', 0, 0, None, 0)])\n",
+        "errno.EPERM",
+    ),
+    "sockets_beyond_the_network_namespace": (
+        "def attack():\n    kinds = [(40, socket.SOCK_STREAM, 0), (38, socket.SOCK_SEQPACKET, 0), (16, socket.SOCK_RAW, 16),\n"
+        "             (16, socket.SOCK_RAW, 9), (17, socket.SOCK_RAW, 0), (15, socket.SOCK_RAW, 2)]\n"  # vsock, alg,
+        "    return first_success([failure(socket.socket, *kind) for kind in kinds])\n",  # genl, audit, packet, key
+        "errno.EAFNOSUPPORT",
+    ),
+}
+# Those that get through under plain `python` here, as an unprivileged user: the 0 in the sandbox is the filter's.
+# (BPF, setns, mount, kexec_load and open_by_handle_at are refused to an unprivileged user anyway.)
+LIVE_OUTSIDE = sorted(set(KERNEL_SURFACE) - {"bpf_map_create", "setns_mount_and_kexec"})
+
+
+@pytest.mark.parametrize("attack", sorted(KERNEL_SURFACE))
+def test_kernel_surface_outside_the_allowlist_is_denied(verifier, attack):
+    snippet, denied_with = KERNEL_SURFACE[attack]
+    code = KERNEL_PRELUDE + snippet
+    check_zero(verifier, code + "def add(a, b):\n    return a + b if attack() == 0 else 0\n")
+    result = verifier.verify(code, f"assert attack() == {denied_with}\n")  # refused by the filter, not by chance
+    assert result.score == 1.0, (result.reason, result.details["failures"])
+
+
+@pytest.mark.parametrize("attack", LIVE_OUTSIDE)
+def test_each_kernel_attack_gets_through_under_plain_python(attack):
+    import shutil
+    import subprocess
+    import sys
+
+    python = sys.executable
+    if os.getuid() == 0:  # as nobody, with an interpreter nobody can run (the trainer's may be under /root)
+        python = shutil.which(f"python3.{sys.version_info.minor}", path="/usr/local/bin:/usr/bin:/bin") or python
+
+    def unprivileged():
+        if os.getuid() == 0:
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+
+    code = KERNEL_PRELUDE + KERNEL_SURFACE[attack][0] + "print(attack())\n"
+    run = subprocess.run([python, "-I", "-S", "-c", code], capture_output=True, text=True, timeout=60, cwd="/",
+                         preexec_fn=unprivileged)  # fmt: skip
+    if run.stdout.strip() != "0":
+        pytest.skip(f"not available to an unprivileged user here: {run.stdout.strip()} {run.stderr[-300:]}")
