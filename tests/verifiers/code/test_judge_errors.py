@@ -28,7 +28,7 @@ def verifier_with_a_decoder_bug(tmp_path, monkeypatch):
     shutil.copytree(STANDALONE_DIR, copy, ignore=shutil.ignore_patterns("__pycache__"))
     protocol = copy / "protocol.py"
     source = protocol.read_text()
-    head = 'def decode(data, make_handle=None, depth=0, budget: DecodeBudget | None = None):\n'
+    head = "def decode(data, make_handle=None, depth=0, budget: DecodeBudget | None = None):\n"
     assert head in source
     bug = f'{head}    if data == {TRIGGER!r}:\n        raise AttributeError("a bug in the decoder")\n'
     protocol.write_text(source.replace(head, bug))
