@@ -152,10 +152,11 @@ def test_reward_scores_the_boxed_answer_after_the_tool_and_records_held_out_scor
         ]
 
     completions = [completion("\\boxed{56088}"), completion("\\boxed{56089}"), completion("")]
-    # The verifier alone accepts an expression (it multiplies); the example's reward wants the number written out.
+    # The example's reward wants the number written out; the verifier alone refuses an expression too (its
+    # closed-form rule: an operation left to perform scores 0) unless told `closed_form=False`.
     expressions = ["\\boxed{123*456}", "123 \\times 456", "\\boxed{56088+0}"]
     try:
-        assert reward.reward(None, expressions[:1], answer=["56088"]) == [1.0]
+        assert reward.reward(None, expressions[:1], answer=["56088"]) == [0.0]
         assert reward(None, completions, answer=["56088"] * 3) == [1.0, 0.0, 0.0]  # the tool's text is not the answer
         assert reward(None, [completion(e) for e in expressions], answer=["56088"] * 3) == [0.0, 0.0, 0.0]
         assert reward(None, ["56088", " \\boxed{56088}\n"], answer=["56088"] * 2) == [1.0, 1.0]

@@ -55,6 +55,8 @@ def operation_left(pred: str, ref: str, numbers: bool = True) -> str | None:
     """What `pred` (a normalised answer) leaves to perform for the reference `ref` (normalised): the kind of
     operation, or None when it is in closed form. `numbers=False` skips the rule for rational references (an angle
     in degrees may be given in radians: `\\frac{\\pi}{6}` for `30^\\circ`)."""
+    if _unbalanced(pred):
+        return None  # `\\boxed{\\frac{1}{2}`: malformed, which the parser reports as unparseable
     for kind, pattern in CALCULUS.items():
         if pattern.search(pred) and not pattern.search(ref):
             return kind
@@ -68,6 +70,11 @@ def operation_left(pred: str, ref: str, numbers: bool = True) -> str | None:
             if not _is_number(stated) and not _has_variable(stated):
                 return "arithmetic on numbers"  # with a variable, or a relation, it is simply not the number
     return None
+
+
+def _unbalanced(text: str) -> bool:
+    unescaped = re.sub(r"\\[{}]", "", text)  # `\{` and `\}` are set braces, not groups
+    return unescaped.count("{") != unescaped.count("}")
 
 
 def _items(text: str) -> list[str]:

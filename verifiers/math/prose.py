@@ -173,6 +173,8 @@ def committed_value(text: str) -> str | None:
     its sentence offers another candidate ("it could be 3 or 5", "$x = 3$ or $x = 5$", "not 3 but 5");
     `TRUNCATED` when the text stops mid-sentence (nothing cut off is read); `QUALIFIED` for "at least 4"; a list for
     "1, 2, 3 and 4". A final sentence that only checks the answer ("Checking: $2(5)+1=11$") is not read."""
+    if not any(ch.isdigit() for ch in text) and not MATH_BLOCK.search(text):
+        return None  # nothing that could state a value: no answer, cut off or not
     if cut_off(text):
         return _before_cut(text)
     text = _without_final_checks(text)
