@@ -223,9 +223,13 @@ def plan_group_sweep(
 
 
 def import_verifier_modules(task: Task) -> None:
-    """Import the modules that register the task's custom verifiers (dotted names, or paths to .py files)."""
+    """Import the modules that register the task's custom verifiers (dotted names, or paths to .py files), each once
+    per process however often it is asked (a .py file is not in Python's import cache by its path)."""
     for name in task.verifier_imports:
         if name.endswith(".py"):
+            loaded = sys.modules.get(Path(name).stem)
+            if loaded is not None and Path(getattr(loaded, "__file__", "") or "").resolve() == Path(name).resolve():
+                continue  # executed once already (validation, then evaluation): a second run would register twice
             spec = importlib.util.spec_from_file_location(Path(name).stem, name)
             module = importlib.util.module_from_spec(spec)
             sys.modules[spec.name] = module
