@@ -16,6 +16,7 @@ from .advantages import (
     list_advantage_estimators,
     validate_advantage_estimator,
 )
+from .config_docs import docstring_parameters
 from .kl import validate_kl_estimator
 from .registry import invalid_choice
 
@@ -28,6 +29,14 @@ ADVANTAGE_STD_CHOICES = ("unbiased", "biased")
 SCALE_REWARDS_ESTIMATORS = {"group": "grpo", "batch": "batch_std", "none": "dr_grpo"}
 # Estimators whose gradient is k2's: multiplying them by the importance ratio changes that gradient.
 K2_GRADIENT_ESTIMATORS = ("k2", "k1+", "k3+", "abs+", "low_var_kl+")
+# How the documentation groups the fields GRPOExtConfig adds (a key of the fields' metadata would reach argparse).
+FIELD_SECTIONS = {
+    "Advantage estimation": ("advantage_estimator", "advantage_epsilon", "advantage_std", "pass_at_k"),
+    "KL regularisation (when beta > 0)": ("kl_estimator", "kl_placement", "kl_clamp", "kl_target", "kl_horizon"),
+    "Held-out evaluation": ("eval_pass_at_k",),
+    "Rewards": ("overlap_rewards",),
+    "Which groups are trained on": ("dynamic_sampling", "max_generation_rounds", "retire_solved_after"),
+}
 
 
 ACCELERATOR_CHECKS = (
@@ -60,7 +69,8 @@ def bf16_supported() -> bool:
 @dataclass
 class GRPOExtConfig(GRPOConfig):
     r"""
-    Configuration for [`GRPOExtTrainer`]: every [`trl.GRPOConfig`] field, plus the fields below.
+    Configuration for [`GRPOExtTrainer`]: every [`trl.GRPOConfig`] field, plus the fields below (their text is each
+    field's `help`, rendered by `trl_grpo_ext.config_docs`; the same table is in docs/config.md).
 
     > Parameters that differ from `GRPOConfig`:
     >
@@ -68,108 +78,104 @@ class GRPOExtConfig(GRPOConfig):
     >   elsewhere stock's default, `True` (with `use_cpu=True`, bf16 autocast on the CPU, as stock).
     > - `use_cpu`: set to `True` on a machine with no accelerator, so that processes started by `accelerate launch`
     >   form a (gloo) process group instead of each training alone.
-
-    Advantage estimation:
-        advantage_estimator (`str`, defaults to `"grpo"`): registered estimator (see `list_advantage_estimators()`).
-        advantage_epsilon (`float`, defaults to `1e-4`): added to denominators (TRL 1e-4, verl 1e-6).
-        advantage_std (`str`, defaults to `"unbiased"`): Bessel-corrected standard deviations (as TRL) or `"biased"`.
-        pass_at_k (`int`, defaults to `1`): the k of `advantage_estimator="pass_at_k"`.
-
-    KL regularisation (active when `beta > 0`):
-        kl_estimator (`str`, defaults to `"k3"`): registered estimator (see `list_kl_estimators()`).
-        kl_placement (`str`, defaults to `"loss"`): `"loss"` adds beta * KL to the loss; `"reward"` subtracts
-            beta * (sequence sum of the per-token KL at rollout time) from the rewards before the advantage.
-        kl_clamp (`float` or `None`): bound the per-token KL value to [-kl_clamp, kl_clamp].
-        kl_target (`float` or `None`): when set, beta adapts to keep the per-sequence KL near this target
-            (Ziegler et al. 2019): beta *= 1 + clip(KL / target - 1, -0.2, 0.2) * n / kl_horizon.
-        kl_horizon (`int`, defaults to `10000`): horizon of the adaptive controller, in completions.
-
-    Held-out evaluation:
-        eval_pass_at_k (`list[int]` or `None`): with an `eval_dataset`, `evaluate()` also logs `eval_pass@k` and
-            `eval_maj@k` for each k (unbiased estimators over the `num_generations_eval` completions of each prompt,
-            scored by the `as_reward_function` verifiers; see `trl_grpo_ext.evaluation`). Usable as
-            `metric_for_best_model`. None (default): stock's eval metrics only.
-
-    Rewards:
-        overlap_rewards (`bool`, defaults to `True`): reward functions built by `as_reward_function` start verifying
-            a batch right after generation, on a background thread, while the log-prob forwards run; their rewards
-            are collected where stock computes rewards. Same rewards as `False`; other reward functions run as stock.
-
-    Which groups are trained on:
-        dynamic_sampling (`bool`, defaults to `False`): DAPO's dynamic sampling ("filter groups"): groups whose
-            advantages are all zero (task rewards all equal, compared exactly) are dropped and more prompts are
-            generated until the step's batch holds only groups that carry signal.
-        max_generation_rounds (`int`, defaults to `8`): at most this many generation rounds per batch with
-            `dynamic_sampling`; when reached, the batch is the informative groups found so far.
-        retire_solved_after (`int` or `None`): a prompt whose completions all scored 1.0 in each of its last N
-            appearances is not sampled again. `None`: never retire.
     """
 
     advantage_estimator: str = field(
         default="grpo",
-        metadata={"help": "Advantage estimator: " + ", ".join(list_advantage_estimators()) + "."},
+        metadata={
+            "help": "Registered advantage estimator: "
+            + ", ".join(list_advantage_estimators())
+            + ", or one registered with register_advantage_estimator (docs/estimators.md).",
+        },
     )
     advantage_epsilon: float = field(
-        default=1e-4, metadata={"help": "Epsilon added to the denominators of the advantage (TRL uses 1e-4)."}
+        default=1e-4,
+        metadata={
+            "help": "Added to the denominators of estimators that divide (TRL 1e-4, verl 1e-6, OpenRLHF 1e-9).",
+        },
     )
     advantage_std: str = field(
         default="unbiased",
-        metadata={"help": "Standard deviation of the advantage: 'unbiased' (Bessel, as TRL) or 'biased'."},
+        metadata={
+            "help": "Standard deviations of the estimators that divide by one: 'unbiased' (Bessel-corrected, as TRL) "
+            "or 'biased'.",
+        },
     )
-    pass_at_k: int = field(default=1, metadata={"help": "k of advantage_estimator='pass_at_k'."})
+    pass_at_k: int = field(
+        default=1,
+        metadata={"help": "The k of advantage_estimator='pass_at_k'."},
+    )
     kl_estimator: str = field(
         default="k3",
-        metadata={"help": "KL estimator: k1, k2, k3, abs, low_var_kl, their '+' variants, or a registered one."},
+        metadata={
+            "help": "Registered KL estimator: k1, k2, k3 (TRL's), abs, low_var_kl, their '+' variants (value of the "
+            "estimator, gradient of k2), or one registered with register_kl_estimator.",
+        },
     )
     kl_placement: str = field(
         default="loss",
         metadata={
-            "help": "Where the KL penalty goes: 'loss' (per token, as TRL) or 'reward' (sequence sum, PPO style)."
+            "help": "'loss': beta * KL per token in the loss, as TRL; 'reward': beta * (sequence sum of the per-token "
+            "KL at rollout time) subtracted from the rewards before the advantage, PPO style, and no KL term in the "
+            "loss.",
         },
     )
     kl_clamp: float | None = field(
-        default=None, metadata={"help": "Clamp the per-token KL value to [-kl_clamp, kl_clamp]. None: no clamp."}
+        default=None,
+        metadata={
+            "help": "Clamp the per-token KL value to [-kl_clamp, kl_clamp]. None: no clamp.",
+        },
     )
     kl_target: float | None = field(
         default=None,
         metadata={
-            "help": "Target per-sequence KL of the adaptive coefficient (Ziegler et al.). None: beta stays fixed."
+            "help": "Target per-sequence KL of an adaptive coefficient (Ziegler et al. 2019): once per optimizer step, "
+            "beta *= 1 + clip(KL / kl_target - 1, -0.2, 0.2) * n / kl_horizon for n completions. None: beta stays "
+            "fixed.",
         },
     )
     kl_horizon: int = field(
-        default=10000, metadata={"help": "Horizon of the adaptive KL coefficient, in completions."}
+        default=10000,
+        metadata={
+            "help": "Horizon of the adaptive KL coefficient, in completions.",
+        },
     )
     eval_pass_at_k: list[int] | None = field(
         default=None,
         metadata={
-            "help": "k values of the held-out pass@k and maj@k that evaluate() logs (eval_pass@k, eval_maj@k), each "
-            "between 1 and num_generations_eval. None: stock's eval metrics only."
+            "help": "k values (each between 1 and num_generations_eval): with an eval_dataset, evaluate() also logs "
+            "eval_pass@k and eval_maj@k, unbiased estimators over the num_generations_eval completions of each "
+            "prompt scored by the as_reward_function verifiers; usable as metric_for_best_model. None: stock's eval "
+            "metrics only.",
         },
     )
     overlap_rewards: bool = field(
         default=True,
         metadata={
-            "help": "Verifier rewards (as_reward_function) start right after generation and run while the log-prob "
-            "forwards do; the rewards are the same as without. Other reward functions run as stock runs them."
+            "help": "Reward functions built by as_reward_function start verifying right after generation, on a "
+            "background thread, while the reference and old-policy log-prob forwards run; their rewards are "
+            "collected where stock computes rewards, bitwise the same. Other reward functions run as stock runs them.",
         },
     )
-
     dynamic_sampling: bool = field(
         default=False,
         metadata={
-            "help": "DAPO dynamic sampling: drop groups whose advantages are all zero and generate more prompts until "
-            "the batch is full of groups that carry signal."
+            "help": "DAPO's dynamic sampling: groups whose advantages are all zero (task rewards tied, compared "
+            "exactly) are dropped and more prompts are generated until the batch holds only groups that carry signal.",
         },
     )
     max_generation_rounds: int = field(
         default=DEFAULT_MAX_GENERATION_ROUNDS,
-        metadata={"help": "With dynamic_sampling, the most generation rounds per batch (each one stock generation)."},
+        metadata={
+            "help": "With dynamic_sampling, the most generation rounds per batch (each one stock generation); when "
+            "reached, the batch is the informative groups found so far.",
+        },
     )
     retire_solved_after: int | None = field(
         default=None,
         metadata={
-            "help": "Stop sampling a prompt whose completions all scored 1.0 in each of its last N appearances. "
-            "None: never."
+            "help": "A prompt whose completions all scored 1.0 in each of its last N appearances is not sampled "
+            "again; training ends cleanly when none is left. None: never retire.",
         },
     )
 
@@ -331,3 +337,6 @@ class GRPOExtConfig(GRPOConfig):
                 f"(the completions per prompt in evaluation: {group}). Raise num_generations_eval or lower k."
             )
         self.eval_pass_at_k = sorted(set(self.eval_pass_at_k))
+
+
+GRPOExtConfig.__doc__ += docstring_parameters(GRPOExtConfig, GRPOConfig, FIELD_SECTIONS)

@@ -1,10 +1,11 @@
 """The `verifiers/` folder ships as `trl_grpo_ext.verifiers`, never as a top-level `verifiers` (a popular PyPI name)."""
 
-import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
+
+from wheel_build import build_wheel
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,20 +40,7 @@ def test_importing_the_verifiers_loads_neither_torch_nor_trl_nor_sympy(tmp_path)
 
 
 def test_wheel_contains_trl_grpo_ext_verifiers_and_no_top_level_verifiers(tmp_path):
-    # Build from a copy so that setuptools' build/ and egg-info folders never land in the working tree.
-    source = tmp_path / "src"
-    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "build", "dist")
-    source.mkdir()
-    shutil.copy(REPO_ROOT / "pyproject.toml", source / "pyproject.toml")
-    readme = REPO_ROOT / "README.md"  # pyproject names it; a placeholder stands in while it does not exist yet
-    (source / "README.md").write_text(readme.read_text() if readme.exists() else "placeholder\n")
-    for folder in ("trl_grpo_ext", "verifiers"):
-        shutil.copytree(REPO_ROOT / folder, source / folder, ignore=ignore)
-    out = tmp_path / "dist"
-    command = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(out), str(source)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout + done.stderr
-    (wheel,) = out.glob("trl_grpo_ext-*.whl")
+    wheel = build_wheel(tmp_path)
     names = zipfile.ZipFile(wheel).namelist()
     shipped = {n for n in names if n.startswith("trl_grpo_ext/verifiers/") and n.endswith(".py")}
     folder = REPO_ROOT / "verifiers"
