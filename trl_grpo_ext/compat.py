@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.metadata
 import logging
 import os
+import warnings
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -68,3 +69,17 @@ def check_supported_versions(versions: dict[str, str] | None = None) -> None:
         f"'transformers{SUPPORTED_VERSIONS['transformers']}'), or set {ALLOW_UNTESTED_VARIABLE}=1 to build the "
         "trainer anyway, after running tests/trl_grpo_ext/test_trl_contract.py against these versions."
     )
+
+
+# transformers 5 renamed `gradient_checkpointing_enable`, `_disable` and `is_gradient_checkpointing` to their
+# `activation_checkpointing` names; TRL 1.16 still calls the old names around every generation, which warns once per
+# process and call site. Harmless (they forward to the new ones) and nothing a user can act on, so the trainer module
+# silences exactly these.
+KNOWN_DEPRECATIONS = (
+    r"`(gradient_checkpointing_enable|gradient_checkpointing_disable|is_gradient_checkpointing)` is deprecated",
+)
+
+
+def silence_known_deprecations() -> None:
+    for message in KNOWN_DEPRECATIONS:
+        warnings.filterwarnings("ignore", message=message, category=FutureWarning, module=r"transformers\.")

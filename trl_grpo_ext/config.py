@@ -6,7 +6,7 @@ With every new field at its default, the trainer computes exactly what stock `GR
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from trl import GRPOConfig
 
@@ -21,6 +21,9 @@ from .kl import validate_kl_estimator
 from .registry import invalid_choice
 
 KL_PLACEMENTS = ("loss", "reward")
+# Warnings of the checks point at the code that built the config: past the check, __post_init__ and __init__.
+WARN_AT_CALLER = 4
+STOCK_GRADIENT_CHECKPOINTING = next(f.default for f in fields(GRPOConfig) if f.name == "gradient_checkpointing")
 # Caps a dynamic-sampling step at 8 stock generations: enough in expectation while at least 1 group in 8 carries
 # signal (the expected rounds are 1 / that fraction); DAPO's verl recipes use 10.
 DEFAULT_MAX_GENERATION_ROUNDS = 8
@@ -180,6 +183,10 @@ class GRPOExtConfig(GRPOConfig):
     )
 
     def __post_init__(self):
+        if self.activation_checkpointing is None and self.gradient_checkpointing == STOCK_GRADIENT_CHECKPOINTING:
+            # TRL's default is set under the name transformers 5 deprecated, which warns in every process of every
+            # run. Given under the new name, it trains the same; a value the user gave under the old name still warns.
+            self.activation_checkpointing = self.gradient_checkpointing
         if self.bf16 is None and not self.fp16 and not self.use_cpu and not bf16_supported():
             # Only where stock's default (bf16=True) would fail, i.e. without use_cpu as given: fp32 instead. With
             # use_cpu given, stock's default works (bf16 autocast on the CPU) and is kept, so that the same arguments
@@ -282,7 +289,7 @@ class GRPOExtConfig(GRPOConfig):
                 "importance ratio, which adds KL * grad log pi to its gradient: it is then no longer the exact "
                 "reverse-KL gradient. Set use_bias_correction_kl=False to keep k2's gradient.",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=WARN_AT_CALLER,
             )
 
     def _validate_sampling_settings(self) -> None:
@@ -313,7 +320,7 @@ class GRPOExtConfig(GRPOConfig):
                 f"kl_placement='reward' with kl_estimator={self.kl_estimator!r}: only k1 is an unbiased estimate of "
                 "the sequence KL in the reward. Use kl_estimator='k1' unless you want this bias.",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=WARN_AT_CALLER,
             )
         if self.advantage_estimator not in UNSCALED_ESTIMATORS:
             warnings.warn(
@@ -321,7 +328,7 @@ class GRPOExtConfig(GRPOConfig):
                 "rewards tie, the scale comes from the KL penalty alone, so KL noise becomes a full-strength advantage. "
                 f"Prefer an unscaled estimator ({', '.join(sorted(UNSCALED_ESTIMATORS))}).",
                 UserWarning,
-                stacklevel=3,
+                stacklevel=WARN_AT_CALLER,
             )
 
     def _validate_eval_pass_at_k(self) -> None:

@@ -42,6 +42,15 @@ def sections(
     return {section: [by_name[name] for name in names] for section, names in section_names.items()}
 
 
+def _type(config_class: type, f: dataclasses.Field) -> str:
+    # As written in the class body: HfArgumentParser replaces `Field.type` in place (and strips `| None`).
+    for klass in config_class.__mro__:
+        annotation = vars(klass).get("__annotations__", {}).get(f.name)
+        if annotation is not None:
+            return annotation if isinstance(annotation, str) else getattr(annotation, "__name__", str(annotation))
+    raise ValueError(f"{config_class.__name__}.{f.name} has no annotation")
+
+
 def _default(f: dataclasses.Field) -> str:
     if f.default is not dataclasses.MISSING:
         return repr(f.default)
@@ -56,7 +65,7 @@ def docstring_parameters(config_class: type, base_class: type, section_names: di
     for section, fields in sections(config_class, base_class, section_names).items():
         lines += ["", f"    {section}:"]
         for f in fields:
-            lines.append(f"        {f.name} (`{f.type}`, *optional*, defaults to `{_default(f)}`):")
+            lines.append(f"        {f.name} (`{_type(config_class, f)}`, *optional*, defaults to `{_default(f)}`):")
             lines += textwrap.wrap(f.metadata["help"], 112, initial_indent=" " * 12, subsequent_indent=" " * 12)
     return "\n".join(lines) + "\n"
 
@@ -67,7 +76,7 @@ def markdown_table(config_class: type, base_class: type, section_names: dict[str
     for section, fields in sections(config_class, base_class, section_names).items():
         out += [f"### {section}", "", "| field | type | default | meaning |", "| --- | --- | --- | --- |"]
         for f in fields:
-            cells = [f"`{f.name}`", f"`{f.type}`", f"`{_default(f)}`", f.metadata["help"]]
+            cells = [f"`{f.name}`", f"`{_type(config_class, f)}`", f"`{_default(f)}`", f.metadata["help"]]
             out.append("| " + " | ".join(cell.replace("|", "\\|") for cell in cells) + " |")
         out.append("")
     return "\n".join(out)

@@ -34,7 +34,7 @@ from transformers.trainer_callback import ExportableState
 from trl.models.utils import disable_gradient_checkpointing
 
 from .advantages import advantage_metrics, compute_advantages
-from .compat import check_supported_versions
+from .compat import check_supported_versions, silence_known_deprecations
 from .config import GRPOExtConfig
 from .dynamic_sampling import combined_rewards
 from .evaluation.core import grouped_figures
@@ -43,6 +43,8 @@ from .prompt_rounds import PromptStreamRounds
 from .reward_overlap import RewardOverlap, can_overlap
 from .tools.metrics import TOOL_STATS
 from .tools.training import end_sessions, log_tool_step, uses_python_tool
+
+silence_known_deprecations()
 
 logger = logging.getLogger(__name__)
 

@@ -213,3 +213,21 @@ def test_sampling_needs_a_map_style_dataset(tmp_path, tiny_model_dir):
             args=config(tmp_path, dynamic_sampling=True, max_steps=1, per_device_train_batch_size=8),
             train_dataset=stream,
         )
+
+
+def test_default_config_is_quiet_and_ends_in_stocks_checkpointing_settings(tmp_path):
+    import warnings
+
+    from trl import GRPOConfig
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ours = GRPOExtConfig(output_dir=str(tmp_path), use_cpu=True)
+    assert [str(w.message) for w in caught if "checkpointing" in str(w.message)] == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)
+        stock = GRPOConfig(output_dir=str(tmp_path), use_cpu=True)
+    for name in ("gradient_checkpointing", "activation_checkpointing", "gradient_checkpointing_kwargs"):
+        assert getattr(ours, name) == getattr(stock, name), name
+    with pytest.warns(FutureWarning, match="gradient_checkpointing"):  # a value given under the old name still warns
+        GRPOExtConfig(output_dir=str(tmp_path), gradient_checkpointing=False)
