@@ -43,9 +43,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run a subcommand. A user's mistake (`UsageError`) is one line on stderr and exit status 2, no traceback;
+    anything else is a bug and keeps its traceback."""
+    from trl_grpo_ext.usage import UsageError, report
+
     args = build_parser().parse_args(argv)
     module = importlib.import_module(SUBCOMMANDS[args.command][0])
-    return module.run(args) or 0
+    try:
+        return module.run(args) or 0
+    except UsageError as error:
+        return report(f"trl-grpo-ext {args.command}", error)
 
 
 if __name__ == "__main__":
