@@ -202,6 +202,10 @@ def load_split(name: str, config: str | None, split: str, field: str = "dataset_
                 raise missing_split(field, name, split_field, split, list(dataset))
             dataset = dataset[split]
         return dataset
+    from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+    quiet = are_progress_bars_disabled()
+    disable_progress_bars()  # "Generating train split" on the first load of data files says nothing
     try:
         return load_dataset(name, config, split=split)
     except ValueError as error:
@@ -209,6 +213,9 @@ def load_split(name: str, config: str | None, split: str, field: str = "dataset_
             raise
         splits = str(error).partition("Should be one of ")[2].strip(" .[]").replace("'", "").split(", ")
         raise missing_split(field, name, split_field, split, splits) from None
+    finally:
+        if not quiet:
+            enable_progress_bars()
 
 
 def missing_split(field: str, name: str, split_field: str, split: str, splits: list[str]) -> UsageError:

@@ -65,11 +65,17 @@ def check_model_path(field: str, value: str | None) -> None:
 
 
 def check_dataset_path(field: str, value: str | None) -> bool:
-    """UsageError for a `value` that looks like a path and does not exist. Returns whether it is a local dataset
-    (a folder or file that exists), whose columns can then be checked; False for None or a possible Hub id."""
+    """UsageError for a `value` that looks like a path and does not exist, or is a file. Returns whether it is a
+    local dataset (a folder), whose split and columns can then be checked; False for None or a possible Hub id."""
     if value is None:
         return False
-    if Path(value).expanduser().exists():
+    path = Path(value).expanduser()
+    if path.is_file():
+        raise UsageError(
+            f"{field}={value!r} is a file; move it into a folder of its own and give the folder (a folder of data "
+            "files, read with load_dataset), or a folder written by save_to_disk."
+        )
+    if path.exists():
         return True
     if looks_like_path(str(value)):
         raise UsageError(

@@ -11,6 +11,7 @@ Writes per_prompt.jsonl and summary.json to --output_dir and prints the summary 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -114,7 +115,7 @@ def load_task(args: argparse.Namespace):
 
     task, common = load_task_file(args.config) if args.config else (Task(), dict(TINY_SETTINGS))
     check_model_path("--model", args.model)
-    validate_task(task)
+    validate_task(dataclasses.replace(task, model_name_or_path=args.model or task.model_name_or_path))
     split = args.split or held_out_split(task) or "test"
     model = args.model or task.model_name_or_path
     if model is None and args.config:

@@ -321,15 +321,17 @@ def check_task_datasets(task: Task) -> None:
 
 
 def failure_place(error: BaseException) -> str:
-    """` at FILE:LINE`, the innermost frame of `error` (or a SyntaxError's own place), else ``."""
+    """` at FILE:LINE`, the innermost frame of `error` in the imported code (not importlib's nor this file's), or a
+    SyntaxError's own place; else ``."""
     if isinstance(error, SyntaxError) and error.filename:
         return f" at {error.filename}:{error.lineno}"
-    tb = error.__traceback__
-    while tb is not None and tb.tb_next is not None:
+    place, tb = "", error.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if not (name.startswith("<") or name == __file__ or Path(name).parent.name == "importlib"):
+            place = f" at {name}:{tb.tb_lineno}"
         tb = tb.tb_next
-    if tb is None or tb.tb_frame.f_code.co_filename.startswith("<"):  # importlib's own frames say nothing
-        return ""
-    return f" at {tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}"
+    return place
 
 
 def validate_plan(runs: list[RunSpec], output_dir: Path) -> None:
