@@ -66,7 +66,18 @@ def script_parser(doc: str, script: str, dataclass_types: tuple, tiny_defaults: 
     text = f"Every flag follows, with TRL's help, class by class ({names}); the extension's come after GRPOConfig's."
     lines += ["", *textwrap.wrap(text, 118)]
     usage = f"python examples/{script} [--config FILE] [--FLAG VALUE ...]"
-    return TrlParser(dataclass_types, usage=usage, description="\n".join(lines), formatter_class=HelpFormatter)
+    parser = TrlParser(dataclass_types, usage=usage, description="\n".join(lines), formatter_class=HelpFormatter)
+    return one_line_errors(parser)
+
+
+def one_line_errors(parser: TrlParser) -> TrlParser:
+    """argparse's errors (a value of the wrong type, a choice not offered) on one line, without the usage above."""
+
+    def error(message: str):
+        parser.exit(2, f"{parser.prog}: error: {message}; `--help` lists every flag.\n")
+
+    parser.error = error
+    return parser
 
 
 def parse_script_args(doc: str, script: str, dataclass_types: tuple, tiny_defaults: dict) -> tuple:
@@ -79,7 +90,7 @@ def parse_script_args(doc: str, script: str, dataclass_types: tuple, tiny_defaul
     def parse(argv: list[str]) -> tuple:
         args = script_parser(doc, script, dataclass_types, tiny_defaults).parse_args_and_config(argv)
         if args[-1].model_name_or_path is None:
-            parser = TrlParser(dataclass_types)
+            parser = one_line_errors(TrlParser(dataclass_types))
             parser.set_defaults(**tiny_defaults)
             args = parser.parse_args_and_config(argv)
         return args

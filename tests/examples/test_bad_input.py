@@ -198,6 +198,7 @@ EXAMPLE_MISTAKES = {
     "missing split": (["--dataset_train_split", "tset"], ["has no split 'tset'", "Set --dataset_train_split"]),
     "missing column": (["--answer_column", "answr"], ["no column(s) ['answr']", "--answer_column ('answr')"]),
     "threads": (["--threads", "0"], ["--threads 0: must be >= 1"]),
+    "bad type": (["--max_steps", "x"], ["argument --max_steps/--max-steps: invalid int value: 'x'"]),
 }
 
 
