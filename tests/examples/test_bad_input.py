@@ -112,6 +112,7 @@ def test_compare_refuses_each_mistake_in_one_line_before_any_run(mistake, tmp_pa
         (["--variant", "x:kl_estimater=k2"], ["'kl_estimater' (did you mean kl_estimator?)"]),
         (["--variant", "x:advantage_estimator=rloooo"], ["x ({'advantage_estimator': 'rloooo'})", "'rloo'?"]),
         (["--seeds", "two"], ["argument --seeds: invalid int value: 'two'"]),
+        (["--variant", "x:beta=["], ["--variant 'x:beta=[': '[' is not a YAML scalar"]),
     ],
 )
 def test_compare_refuses_a_bad_flag_in_one_line(argv, expected, tmp_path, capsys, no_work):

@@ -146,7 +146,10 @@ def parse_variant(text: str) -> tuple[str, dict[str, Any]]:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise UsageError(f"--variant {text!r}: {item!r} is not FIELD=VALUE.")
-        overrides[key.strip()] = yaml.safe_load(value)
+        try:
+            overrides[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise UsageError(f"--variant {text!r}: {value!r} is not a YAML scalar; quote it or fix it.") from None
     return name, overrides
 
 
