@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sys
 
-from script_setup import check_names, script_parser, set_threads  # examples/script_setup.py, next to this script
+from script_setup import parse_checked, script_parser  # examples/script_setup.py, next to this script
 
 from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
 from trl_grpo_ext.datasets import arithmetic_dataset, arithmetic_format_warmup
@@ -92,8 +92,6 @@ def main(training_args: GRPOExtConfig) -> None:
 if __name__ == "__main__":
     parser = script_parser(__doc__, "custom_verifier.py", (GRPOExtConfig,))
     parser.set_defaults(**DEFAULTS)
-    argv = set_threads(sys.argv[1:])
-    check_names("custom_verifier.py", argv, (GRPOExtConfig,))
-    (args,) = parser.parse_args_and_config(argv)
+    (args,) = parse_checked("custom_verifier.py", sys.argv[1:], (GRPOExtConfig,), parser.parse_args_and_config)
     main(args)
     sys.exit(0)

@@ -16,6 +16,7 @@ from trl import GRPOConfig, TrlParser
 
 from trl_grpo_ext import GRPOExtConfig
 from trl_grpo_ext.tiny_model import tiny_model_path
+from trl_grpo_ext.usage import UsageError, check_dataset_path, check_model_path, report
 
 # Fields of TRL's ScriptArguments and ModelConfig that a newcomer sets first.
 HIGHLIGHTED = ("model_name_or_path", "dataset_name", "dataset_config", "dataset_train_split", "use_peft")
@@ -65,7 +66,18 @@ def script_parser(doc: str, script: str, dataclass_types: tuple, tiny_defaults: 
     text = f"Every flag follows, with TRL's help, class by class ({names}); the extension's come after GRPOConfig's."
     lines += ["", *textwrap.wrap(text, 118)]
     usage = f"python examples/{script} [--config FILE] [--FLAG VALUE ...]"
-    return TrlParser(dataclass_types, usage=usage, description="\n".join(lines), formatter_class=HelpFormatter)
+    parser = TrlParser(dataclass_types, usage=usage, description="\n".join(lines), formatter_class=HelpFormatter)
+    return one_line_errors(parser)
+
+
+def one_line_errors(parser: TrlParser) -> TrlParser:
+    """argparse's errors (a value of the wrong type, a choice not offered) on one line, without the usage above."""
+
+    def error(message: str):
+        parser.exit(2, f"{parser.prog}: error: {message}; `--help` lists every flag.\n")
+
+    parser.error = error
+    return parser
 
 
 def parse_script_args(doc: str, script: str, dataclass_types: tuple, tiny_defaults: dict) -> tuple:
@@ -74,19 +86,40 @@ def parse_script_args(doc: str, script: str, dataclass_types: tuple, tiny_defaul
     Without `--model_name_or_path` the script trains the embedded tiny model on a CPU, so `tiny_defaults` replace
     TRL's defaults (which are sized for a Hub model on a GPU); any flag or YAML key still overrides them.
     """
-    argv = set_threads(sys.argv[1:])
-    check_names(script, argv, dataclass_types)
-    args = script_parser(doc, script, dataclass_types, tiny_defaults).parse_args_and_config(argv)
-    if args[-1].model_name_or_path is None:
-        parser = TrlParser(dataclass_types)
-        parser.set_defaults(**tiny_defaults)
-        args = parser.parse_args_and_config(argv)
+
+    def parse(argv: list[str]) -> tuple:
+        args = script_parser(doc, script, dataclass_types, tiny_defaults).parse_args_and_config(argv)
+        if args[-1].model_name_or_path is None:
+            parser = one_line_errors(TrlParser(dataclass_types))
+            parser.set_defaults(**tiny_defaults)
+            args = parser.parse_args_and_config(argv)
+        return args
+
+    return parse_checked(script, sys.argv[1:], dataclass_types, parse)
+
+
+def parse_checked(script: str, argv: list[str], dataclass_types: tuple, parse) -> tuple:
+    """`parse(argv)` after `--threads` and the names of the flags and `--config` keys are checked, then the paths and
+    columns the values name (`check_inputs`): all before the script loads a model. A mistake exits with one line
+    `script: error: ...` and status 2, no traceback."""
+    try:
+        argv = set_threads(argv)
+        check_names(argv, dataclass_types)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # transformers' notices about TRL's own defaults
+            try:
+                args = parse(argv)
+            except ValueError as error:  # a value the config refuses (a choice, a contradiction): its own sentence
+                raise UsageError(str(error)) from None
+        check_inputs(args)
+    except UsageError as error:
+        raise SystemExit(report(script, error)) from None
     return args
 
 
-def check_names(script: str, argv: list[str], dataclass_types: tuple) -> None:
-    """Exit with one line naming an unknown flag or `--config` key and the closest valid one, before TRL's parser
-    fails on it with a traceback."""
+def check_names(argv: list[str], dataclass_types: tuple) -> None:
+    """UsageError naming an unknown flag or `--config` key and the closest valid one, before TRL's parser fails on it
+    with a traceback."""
     import yaml
 
     from trl_grpo_ext.registry import suggest
@@ -101,12 +134,33 @@ def check_names(script: str, argv: list[str], dataclass_types: tuple) -> None:
             with open(path) as file:
                 keys = yaml.safe_load(file) or {}
         except (OSError, yaml.YAMLError) as error:
-            raise SystemExit(f"{script}: error: --config {path}: {error}") from None
+            raise UsageError(f"--config {path}: {error}; give a readable YAML file.") from None
         names += [(key, f"key in {path}: ") for key in keys]
     for name, where in names:
         if name not in fields and name not in ("config", "help") and name not in negations:
             hint = suggest(name, sorted(fields))
-            raise SystemExit(f"{script}: error: unknown {where}{name}.{hint} `--help` lists every flag.")
+            raise UsageError(f"unknown {where}{name}.{hint} `--help` lists every flag.")
+
+
+def check_inputs(args: tuple) -> None:
+    """The model and dataset the parsed arguments name: a path that does not exist, a model folder without
+    config.json, a local dataset without the split or a column a `*_column` flag names. UsageError naming the flag."""
+    from trl_grpo_ext.datasets import check_columns, load_split
+
+    for values in args:
+        check_model_path("--model_name_or_path", getattr(values, "model_name_or_path", None))
+        name = getattr(values, "dataset_name", None)
+        if not check_dataset_path("--dataset_name", name):
+            continue  # none, or a Hub name: the script loads it
+        dataset = load_split(
+            name, values.dataset_config, values.dataset_train_split, "--dataset_name", "--dataset_train_split"
+        )
+        columns = {
+            f"--{f.name}": getattr(values, f.name)
+            for f in dataclasses.fields(values)
+            if f.name.endswith("_column") and getattr(values, f.name) is not None
+        }
+        check_columns(name, dataset, columns)
 
 
 def set_threads(argv: list[str]) -> list[str]:
@@ -120,7 +174,7 @@ def set_threads(argv: list[str]) -> list[str]:
     pre.add_argument("--threads", type=int, default=None)
     known, rest = pre.parse_known_args(argv)
     if known.threads is not None and known.threads < 1:
-        raise SystemExit(f"--threads {known.threads}: must be >= 1.")
+        raise UsageError(f"--threads {known.threads}: must be >= 1.")
     torch.set_num_threads(known.threads or default_threads())
     return rest
 

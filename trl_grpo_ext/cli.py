@@ -33,8 +33,28 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's errors (a bad value, a missing argument) on one line, without the usage block above them."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message}; `{self.prog} --help` lists every flag.\n")
+
+
+def unknown_flag(parser: argparse.ArgumentParser, command: str, extras: list[str]):
+    """A UsageError naming the first argument the subcommand does not know, with the closest of its flags."""
+    from trl_grpo_ext.registry import suggest
+    from trl_grpo_ext.usage import UsageError
+
+    subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    flags = [flag for action in subparsers.choices[command]._actions for flag in action.option_strings]
+    flag = next((e for e in extras if e.startswith("-")), extras[0]).split("=")[0]
+    return UsageError(
+        f"unknown argument {flag}.{suggest(flag, flags)} `trl-grpo-ext {command} --help` lists every flag."
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="trl-grpo-ext", description=__doc__.split("\n")[0])
+    parser = OneLineParser(prog="trl-grpo-ext", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         module = importlib.import_module(module_name)
@@ -43,9 +63,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    """Run a subcommand. A user's mistake (`UsageError`) is one line on stderr and exit status 2, no traceback;
+    anything else is a bug and keeps its traceback."""
+    from trl_grpo_ext.usage import UsageError, report
+
+    parser = build_parser()
+    args, extras = parser.parse_known_args(argv)
     module = importlib.import_module(SUBCOMMANDS[args.command][0])
-    return module.run(args) or 0
+    try:
+        if extras:
+            raise unknown_flag(parser, args.command, extras)
+        return module.run(args) or 0
+    except UsageError as error:
+        return report(f"trl-grpo-ext {args.command}", error)
 
 
 if __name__ == "__main__":

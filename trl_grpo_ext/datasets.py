@@ -12,7 +12,11 @@ Both return `datasets.Dataset` objects with a `prompt` column in the format TRL'
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any
+
+from .registry import suggest
+from .usage import UsageError, check_dataset_path
 
 ARITHMETIC_OPERATORS = ("+", "-")
 # The built-in task's splits: "held_out" is a fixed fifth of the 110 problems (drawn once with HELD_OUT_SEED), "train"
@@ -42,7 +46,7 @@ def arithmetic_split(split: str = "all") -> list[dict[str, str]]:
     """The problems of one split (`ARITHMETIC_SPLITS`), in the fixed order of `arithmetic_problems()`: "held_out" is
     the same 22 problems on every machine and in every run (sums and differences), "train" the other 88."""
     if split not in ARITHMETIC_SPLITS:
-        raise ValueError(
+        raise UsageError(
             f"split={split!r} is not a split of the built-in task. Valid choices: {', '.join(ARITHMETIC_SPLITS)}."
         )
     problems = arithmetic_problems()
@@ -161,18 +165,12 @@ def hub_prompt_dataset(
     References are passed through unchanged: the `math` verifier reads GSM8K's `#### 72` and MATH's `\\boxed{}`
     solutions itself, and the `code` verifier reads MBPP's `test_list` and HumanEval's `{test, entry_point}`.
     """
-    from datasets import load_dataset
-
-    dataset = load_dataset(name, config, split=split)
-    sources = [prompt_column]
-    for source in reference_columns.values():
-        sources.extend(source if isinstance(source, tuple) else [source])
-    missing = [c for c in sources if c not in dataset.column_names]
-    if missing:
-        raise ValueError(
-            f"dataset {name!r} has no column(s) {missing}; its columns are {dataset.column_names}. "
-            "Name the right columns with the script's --prompt_column / reference column options."
-        )
+    dataset = load_split(name, config, split)
+    columns = {"prompt_column": prompt_column}
+    for target, source in reference_columns.items():
+        for column in source if isinstance(source, tuple) else [source]:
+            columns[f"the {target!r} reference column"] = column
+    check_columns(name, dataset, columns)
 
     def reshape(row: dict) -> dict:
         messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
@@ -184,3 +182,58 @@ def hub_prompt_dataset(
         return {"prompt": messages, **references}
 
     return dataset.map(reshape, remove_columns=dataset.column_names)
+
+
+SAVED_MARKERS = ("dataset_info.json", "state.json", "dataset_dict.json")
+
+
+def load_split(name: str, config: str | None, split: str, field: str = "dataset_name", split_field: str = "split"):
+    """Split `split` of a dataset: a folder written by `save_to_disk` (read with `load_from_disk`; one saved Dataset
+    has no splits), a folder of data files or a Hub name (`load_dataset`). UsageError, naming `field` or
+    `split_field`, for a path that does not exist or a split the dataset lacks."""
+    from datasets import DatasetDict, load_dataset, load_from_disk
+
+    check_dataset_path(field, name)
+    path = Path(name).expanduser()
+    if path.is_dir() and any((path / marker).exists() for marker in SAVED_MARKERS):
+        dataset = load_from_disk(str(path))
+        if isinstance(dataset, DatasetDict):
+            if split not in dataset:
+                raise missing_split(field, name, split_field, split, list(dataset))
+            dataset = dataset[split]
+        return dataset
+    from datasets.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+
+    quiet = are_progress_bars_disabled()
+    disable_progress_bars()  # "Generating train split" on the first load of data files says nothing
+    try:
+        return load_dataset(name, config, split=split)
+    except ValueError as error:
+        if not str(error).startswith("Unknown split"):
+            raise
+        splits = str(error).partition("Should be one of ")[2].strip(" .[]").replace("'", "").split(", ")
+        raise missing_split(field, name, split_field, split, splits) from None
+    finally:
+        if not quiet:
+            enable_progress_bars()
+
+
+def missing_split(field: str, name: str, split_field: str, split: str, splits: list[str]) -> UsageError:
+    return UsageError(
+        f"{field}={name!r} has no split {split!r}; its splits are {', '.join(splits)}.{suggest(split, splits)} "
+        f"Set {split_field} to one of them."
+    )
+
+
+def check_columns(name: str, dataset, columns: dict[str, str]) -> None:
+    """UsageError naming the dataset's missing columns, the settings (`columns`: setting -> column) that name them,
+    a close match, and the columns it has."""
+    missing = {setting: column for setting, column in columns.items() if column not in dataset.column_names}
+    if not missing:
+        return
+    hints = "".join(suggest(column, dataset.column_names) for column in missing.values())
+    settings = ", ".join(f"{setting} ({column!r})" for setting, column in missing.items())
+    raise UsageError(
+        f"dataset {name!r} has no column(s) {list(missing.values())}; its columns are {dataset.column_names}.{hints} "
+        f"Set {settings} to one of them."
+    )

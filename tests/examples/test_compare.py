@@ -63,8 +63,12 @@ def test_unknown_variant_field_is_rejected_naming_the_valid_fields(tmp_path):
     with pytest.raises(ValueError) as error:
         validate_plan(runs, tmp_path)
     message = str(error.value)
-    assert "'kl_estimater'" in message and "did you mean kl_estimator" in message
-    assert "advantage_estimator, advantage_epsilon" in message  # the extension's fields, then every field
+    assert "'kl_estimater' (did you mean kl_estimator?)" in message and "learning_rate" not in message
+    runs = plan_runs([("k2", {"qqqq": 1})], {}, max_steps=2, prompts_per_step=2, seeds=[0])
+    with pytest.raises(ValueError) as error:  # no close match: the extension's fields, then every field
+        validate_plan(runs, tmp_path)
+    message = str(error.value)
+    assert "'qqqq'; fix the name" in message and "advantage_estimator, advantage_epsilon" in message
     assert "learning_rate" in message
 
 
@@ -136,9 +140,10 @@ def test_group_sweep_spends_the_same_rollout_budget_for_every_group_size():
 def test_task_file_rejects_unknown_keys_and_extension_settings(tmp_path):
     path = tmp_path / "task.yaml"
     path.write_text("model_name_or_path: m\nreward_verifier: [math]\n")
-    with pytest.raises(
-        ValueError, match="'reward_verifier' \\(did you mean reward_verifiers.*the file may set: .*reward_verifiers"
-    ):
+    with pytest.raises(ValueError, match="'reward_verifier' \\(did you mean reward_verifiers\\?\\); fix the name.$"):
+        load_task_file(path)
+    path.write_text("model_name_or_path: m\nqqqq: [math]\n")
+    with pytest.raises(ValueError, match="'qqqq'; fix the name.*the file may set: .*reward_verifiers"):
         load_task_file(path)
     path.write_text("dataset_name: d\nadvantage_estimator: rloo\nkl_estimator: k3\n")
     with pytest.raises(ValueError, match="advantage_estimator='rloo'.*--variant mine:advantage_estimator=rloo"):

@@ -17,6 +17,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from trl_grpo_ext.usage import UsageError
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
@@ -121,7 +123,7 @@ RESERVED = {
 
 
 def plan(args: argparse.Namespace):
-    """(task, runs) from the arguments; ValueError on a bad variant, field or setting."""
+    """(task, runs) from the arguments; UsageError on a bad variant, field or setting."""
     from trl_grpo_ext.compare import Task, load_task_file, parse_variant, plan_group_sweep, plan_runs
     from trl_grpo_ext.compare.plan import TINY_MAX_STEPS, TINY_PROMPTS_PER_STEP, TINY_SETTINGS
 
@@ -135,7 +137,7 @@ def plan(args: argparse.Namespace):
         try:
             task.eval_k = [int(k) for k in args.eval_k.split(",")]
         except ValueError:
-            raise ValueError(f"--eval_k {args.eval_k!r}: write comma-separated integers, e.g. 1,8.") from None
+            raise UsageError(f"--eval_k {args.eval_k!r}: write comma-separated integers, e.g. 1,8.") from None
     shared = {}
     for text in args.set:
         shared.update(parse_variant(f"set:{text}")[1])
@@ -143,7 +145,7 @@ def plan(args: argparse.Namespace):
     for where, settings in [("--set", shared), *((f"--variant {name}", o) for name, o in variants)]:
         reserved = sorted(set(settings) & set(RESERVED))
         if reserved:
-            raise ValueError(
+            raise UsageError(
                 f"{where}: {', '.join(reserved)} is set by compare itself, the same for every run: "
                 + "; ".join(RESERVED[k] for k in reserved)
                 + "."
@@ -151,16 +153,16 @@ def plan(args: argparse.Namespace):
     common.update(shared)
     names = [name for name, _ in variants]
     if len(set(names)) != len(names):
-        raise ValueError(f"--variant: each NAME must be unique; got {names}.")
+        raise UsageError(f"--variant: each NAME must be unique; got {names}.")
     first_seed = args.seed if args.seed is not None else common.pop("seed", 0)
     common.pop("seed", None)
     seeds = list(range(first_seed, first_seed + args.seeds))
     if args.seeds < 1:
-        raise ValueError(f"--seeds {args.seeds}: must be >= 1.")
+        raise UsageError(f"--seeds {args.seeds}: must be >= 1.")
     max_steps = args.max_steps or common.pop("max_steps", None) or (TINY_MAX_STEPS if task.builtin else None)
     common.pop("max_steps", None)
     if not max_steps or max_steps < 1:
-        raise ValueError("--config: set max_steps (> 0) in the file or pass --max_steps: each run needs a length.")
+        raise UsageError("--config: set max_steps (> 0) in the file or pass --max_steps: each run needs a length.")
     prompts = args.prompts_per_step
     if prompts is None and "per_device_train_batch_size" in common:  # the --config file's batch
         prompts = max(1, common["per_device_train_batch_size"] // common.get("num_generations", 8))
@@ -180,16 +182,13 @@ def run(args: argparse.Namespace) -> int:
     from trl_grpo_ext.compare.run import process_rank
 
     output_dir = Path(args.output_dir)
-    try:
-        if args.replot:
-            print(replot(args.replot, args.x_axis), end="")
-            return 0
-        task, runs = plan(args)
-        validate_task(task)
-        validate_plan(runs, output_dir)
-    except ValueError as error:  # bad input: say what and how to fix it, before anything trains
-        print(f"trl-grpo-ext compare: error: {error}", file=sys.stderr)
-        return 2
+    if args.replot:
+        print(replot(args.replot, args.x_axis), end="")
+        return 0
+    # The whole input, before any model loads or any run starts: a UsageError is one line (`cli.main`), never "resume".
+    task, runs = plan(args)
+    validate_task(task)
+    validate_plan(runs, output_dir)
     try:
         from trl_grpo_ext.launch import default_threads
 

@@ -11,8 +11,11 @@ Writes per_prompt.jsonl and summary.json to --output_dir and prints the summary 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
+
+from trl_grpo_ext.usage import UsageError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -82,40 +85,46 @@ def parse_ks(text: str | None, num_samples: int) -> list[int]:
     try:
         ks = [int(part) for part in text.split(",") if part.strip()]
     except ValueError:
-        raise ValueError(f"--k {text!r}: write comma-separated integers, e.g. 1,4,8.") from None
+        raise UsageError(f"--k {text!r}: write comma-separated integers, e.g. 1,4,8.") from None
     bad = [k for k in ks if not 1 <= k <= num_samples]
     if not ks or bad:
-        raise ValueError(f"--k {text!r}: each k must lie between 1 and --num_samples {num_samples}.")
+        raise UsageError(f"--k {text!r}: each k must lie between 1 and --num_samples {num_samples}.")
     return sorted(set(ks))
 
 
 def parse_pass_rate(args: argparse.Namespace) -> tuple[float, float] | None:
     if (args.keep_pass_rate is None) != (args.write_dataset is None):
-        raise ValueError("--keep_pass_rate LO,HI and --write_dataset DIR go together: give both or neither.")
+        raise UsageError("--keep_pass_rate LO,HI and --write_dataset DIR go together: give both or neither.")
     if args.keep_pass_rate is None:
         return None
     try:
         low, high = (float(x) for x in args.keep_pass_rate.split(","))
     except ValueError:
-        raise ValueError(f"--keep_pass_rate {args.keep_pass_rate!r}: write LO,HI, e.g. 0.1,0.9.") from None
+        raise UsageError(f"--keep_pass_rate {args.keep_pass_rate!r}: write LO,HI, e.g. 0.1,0.9.") from None
     if not 0.0 <= low <= high <= 1.0:
-        raise ValueError(f"--keep_pass_rate {args.keep_pass_rate}: need 0 <= LO <= HI <= 1.")
+        raise UsageError(f"--keep_pass_rate {args.keep_pass_rate}: need 0 <= LO <= HI <= 1.")
     return low, high
 
 
 def load_task(args: argparse.Namespace):
-    """(task, shared settings, split, model) from the arguments; ValueError on bad input."""
+    """(task, shared settings, split, model) from the arguments; UsageError on bad input."""
     from trl_grpo_ext.compare import Task, load_task_file
-    from trl_grpo_ext.compare.plan import TINY_SETTINGS, check_not_gguf, validate_task
+    from trl_grpo_ext.compare.plan import TINY_SETTINGS, validate_task
     from trl_grpo_ext.evaluation.tasks import held_out_split
+    from trl_grpo_ext.usage import check_model_path
 
     task, common = load_task_file(args.config) if args.config else (Task(), dict(TINY_SETTINGS))
-    validate_task(task)
+    check_model_path("--model", args.model)
+    validate_task(dataclasses.replace(task, model_name_or_path=args.model or task.model_name_or_path))
     split = args.split or held_out_split(task) or "test"
     model = args.model or task.model_name_or_path
-    check_not_gguf(args.model, "--model")
+    if model is None and args.config:
+        raise UsageError(
+            f"--config {args.config} names no model_name_or_path (compare trains the tiny model on such a task); "
+            "pass --model DIR, the trained checkpoint to evaluate, or add model_name_or_path to the file."
+        )
     if model is None:
-        raise ValueError(
+        raise UsageError(
             "the built-in task has no trained model: pass --model, e.g. outputs/demo/model (saved by examples/demo.py)."
         )
     if common.get("use_vllm"):
@@ -132,20 +141,17 @@ def load_task(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        ks = parse_ks(args.k, args.num_samples)
-        pass_rate = parse_pass_rate(args)
-        if args.num_samples < 1:
-            raise ValueError(f"--num_samples {args.num_samples}: must be >= 1.")
-        task, common, split, model_name = load_task(args)
-        from trl_grpo_ext.evaluation.tasks import load_eval_rows
+    # The whole input, before any model loads: a UsageError is one line (`cli.main`).
+    ks = parse_ks(args.k, args.num_samples)
+    pass_rate = parse_pass_rate(args)
+    if args.num_samples < 1:
+        raise UsageError(f"--num_samples {args.num_samples}: must be >= 1.")
+    task, common, split, model_name = load_task(args)
+    from trl_grpo_ext.evaluation.tasks import load_eval_rows
 
-        if args.prompts_per_call < 1:
-            raise ValueError(f"--prompts_per_call {args.prompts_per_call}: must be >= 1.")
-        raw, rows = load_eval_rows(task, split, args.max_prompts, args.prompt_offset, args.prompt_subset_seed)
-    except ValueError as error:
-        print(f"trl-grpo-ext evaluate: error: {error}", file=sys.stderr)
-        return 2
+    if args.prompts_per_call < 1:
+        raise UsageError(f"--prompts_per_call {args.prompts_per_call}: must be >= 1.")
+    raw, rows = load_eval_rows(task, split, args.max_prompts, args.prompt_offset, args.prompt_subset_seed)
     results, summary, main = evaluate_model(args, task, common, model_name, rows, ks)
     if not main:
         return 0

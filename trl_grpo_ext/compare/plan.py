@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trl_grpo_ext.usage import UsageError, check_model_path
+
 STOCK = "stock"
 # Settings of the built-in task (those of examples/demo.py); `--set`, the YAML file and variants replace them.
 TINY_SETTINGS: dict[str, Any] = dict(
@@ -102,24 +104,27 @@ def extension_fields() -> list[str]:
 
 
 def check_fields(where: str, keys: list[str], stock: bool = False, also_accepted: tuple[str, ...] = ()) -> None:
-    """Raise ValueError naming each unknown key, its close matches among every accepted key (the config's fields and
-    `also_accepted`), and the valid fields."""
+    """Raise UsageError naming each unknown key and its closest match among every accepted key (the config's fields
+    and `also_accepted`); where a key has none, the valid fields too."""
     valid = config_fields(stock=stock)
     unknown = [k for k in keys if k not in valid]
     if not unknown:
         return
-    hints = []
+    hints, all_close = [], True
     for key in unknown:
-        close = difflib.get_close_matches(key, [*valid, *also_accepted], n=3)
-        hints.append(f"{key!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
+        close = difflib.get_close_matches(key, [*valid, *also_accepted], n=1)
+        all_close = all_close and bool(close)
+        hints.append(f"{key!r}" + (f" (did you mean {close[0]}?)" if close else ""))
     kind = "GRPOConfig" if stock else "GRPOExtConfig"
-    message = f"{where}: unknown {kind} field(s) {', '.join(hints)}."
+    message = f"{where}: unknown {kind} field(s) {', '.join(hints)}; fix the name."
+    if all_close:  # the suggestion says it: no list of every field
+        raise UsageError(message)
     if not stock:
         message += f" The extension's fields: {', '.join(extension_fields())}."
     message += f" Every valid field: {', '.join(sorted(valid))}."
     if also_accepted:
         message += f" Besides these, the file may set: {', '.join(also_accepted)}."
-    raise ValueError(message)
+    raise UsageError(message)
 
 
 def parse_variant(text: str) -> tuple[str, dict[str, Any]]:
@@ -132,7 +137,7 @@ def parse_variant(text: str) -> tuple[str, dict[str, Any]]:
 
     name, _, settings = text.partition(":")
     if not name or name.startswith(STOCK) or "=" in name or "/" in name:
-        raise ValueError(
+        raise UsageError(
             f"--variant {text!r}: write NAME or NAME:FIELD=VALUE[,FIELD=VALUE...]; NAME must not start with "
             f"{STOCK!r} (the stock runs' name) nor contain '=' or '/'."
         )
@@ -140,8 +145,11 @@ def parse_variant(text: str) -> tuple[str, dict[str, Any]]:
     for item in filter(None, settings.split(",")):
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise ValueError(f"--variant {text!r}: {item!r} is not FIELD=VALUE.")
-        overrides[key.strip()] = yaml.safe_load(value)
+            raise UsageError(f"--variant {text!r}: {item!r} is not FIELD=VALUE.")
+        try:
+            overrides[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            raise UsageError(f"--variant {text!r}: {value!r} is not a YAML scalar; quote it or fix it.") from None
     return name, overrides
 
 
@@ -151,9 +159,12 @@ def load_task_file(path: str | os.PathLike) -> tuple[Task, dict[str, Any]]:
     `--variant` instead."""
     import yaml
 
-    data = yaml.safe_load(Path(path).read_text()) or {}
+    try:
+        data = yaml.safe_load(Path(path).read_text()) or {}
+    except (OSError, yaml.YAMLError) as error:
+        raise UsageError(f"--config {path}: {error}; give a readable YAML file.") from None
     if not isinstance(data, dict):
-        raise ValueError(f"--config {path}: expected a mapping of keys to values, got {type(data).__name__}.")
+        raise UsageError(f"--config {path}: expected a mapping of keys to values, got {type(data).__name__}.")
     if "answer_column" in data:  # the name examples/grpo_math.py gives the reference column
         data.setdefault("reference_column", data.pop("answer_column"))
     if "dtype" in data:  # ModelConfig's flag in the examples' files; GRPOConfig passes it on to from_pretrained
@@ -169,11 +180,22 @@ def load_task_file(path: str | os.PathLike) -> tuple[Task, dict[str, Any]]:
         data.pop(key, None)  # the comparison chooses its own output folders and logging
     check_fields(f"--config {path}", list(data), also_accepted=TASK_KEYS)
     from trl_grpo_ext import GRPOExtConfig
+    from trl_grpo_ext.advantages import validate_advantage_estimator
+    from trl_grpo_ext.kl import validate_kl_estimator
 
+    try:  # a misspelt estimator gets its own sentence first
+        for key, validate in [
+            ("advantage_estimator", validate_advantage_estimator),
+            ("kl_estimator", validate_kl_estimator),
+        ]:
+            if key in data:
+                validate(key, data[key])
+    except ValueError as error:
+        raise UsageError(f"--config {path}: {error}") from None
     defaults = {f.name: f.default for f in dataclasses.fields(GRPOExtConfig)}
     changed = [k for k in extension_fields() if k in data and data[k] != defaults[k]]
     if changed:
-        raise ValueError(
+        raise UsageError(
             f"--config {path}: {', '.join(f'{k}={data[k]!r}' for k in changed)} is an extension setting that stock "
             f"GRPOTrainer cannot run. Remove it from the file and compare it as a variant, e.g. "
             f"--variant mine:{','.join(f'{k}={data[k]}' for k in changed)}."
@@ -215,7 +237,7 @@ def plan_group_sweep(
     runs = []
     for group_size in group_sizes:
         if group_size < 2:
-            raise ValueError(f"--group_sizes: group size {group_size} must be >= 2 (GRPO needs two completions).")
+            raise UsageError(f"--group_sizes: group size {group_size} must be >= 2 (GRPO needs two completions).")
         steps = max(1, rollouts // (group_size * prompts_per_step))
         settings = {**common, "num_generations": group_size}
         runs += plan_runs(variants, settings, steps, prompts_per_step, seeds, suffix=f"-G{group_size}")
@@ -238,32 +260,34 @@ def import_verifier_modules(task: Task) -> None:
             importlib.import_module(name)
 
 
-def check_not_gguf(model: str | None, field_name: str) -> None:
-    """ValueError for a GGUF file given as a model: it loads, but neither trains nor saves, and its tokenizer needs
-    `gguf_file`; converted once, it is an ordinary folder."""
-    if model is not None and str(model).lower().endswith(".gguf"):
-        raise ValueError(
-            f"{field_name}={model!r} is a GGUF file, which does not train as loaded: convert it once with "
-            f"`trl-grpo-ext prepare-model --gguf {model} --output_dir DIR` and give DIR instead."
-        )
-
-
 def validate_task(task: Task) -> None:
-    """Raise ValueError for a reward verifier that is not registered once `verifier_imports` are imported, bad
-    held-out settings, or a GGUF file as the model."""
+    """Check the whole task before anything loads a model or starts a run; UsageError naming the field for: a model
+    path that does not exist (or a GGUF file), a dataset path that does not exist, a local dataset without the split
+    or the columns the task names, a verifier module that is missing or fails to import, a reward verifier that is
+    not registered, bad held-out settings."""
+    from trl_grpo_ext.registry import suggest
     from trl_grpo_ext.verifiers import list_verifiers
 
-    check_not_gguf(task.model_name_or_path, "model_name_or_path")
-
+    check_model_path("model_name_or_path", task.model_name_or_path)
+    check_task_datasets(task)
+    for name in task.verifier_imports:
+        if name.endswith(".py") and not Path(name).is_file():
+            raise UsageError(
+                f"verifier_imports: {name} does not exist; give the path of the .py file that registers the verifier "
+                "(relative to the current folder) or a module's dotted name."
+            )
     try:
         import_verifier_modules(task)
-    except (ImportError, OSError) as error:
-        raise ValueError(f"verifier_imports {task.verifier_imports}: {error}") from None
+    except Exception as error:  # the user's module: where it failed, on one line
+        raise UsageError(
+            f"verifier_imports {task.verifier_imports}: importing failed{failure_place(error)} with "
+            f"{type(error).__name__}: {error}; fix the module or the name."
+        ) from None
     bad_k = [
         k for k in task.eval_k if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= task.eval_num_samples
     ]
     if task.eval_num_samples < 1 or not task.eval_k or bad_k:
-        raise ValueError(
+        raise UsageError(
             f"eval_k={task.eval_k} with eval_num_samples={task.eval_num_samples}: each k must lie between 1 and "
             "eval_num_samples (the completions drawn per held-out prompt)."
         )
@@ -272,20 +296,50 @@ def validate_task(task: Task) -> None:
         or not isinstance(task.eval_prompts_per_call, int)
         or task.eval_prompts_per_call < 1
     ):
-        raise ValueError(f"eval_prompts_per_call={task.eval_prompts_per_call!r}: must be an integer >= 1.")
+        raise UsageError(f"eval_prompts_per_call={task.eval_prompts_per_call!r}: must be an integer >= 1.")
     valid = list_verifiers()
     unknown = [name for name in task.reward_verifiers if name not in valid]
     if unknown or not task.reward_verifiers:
         problem = f"unknown verifier(s) {', '.join(unknown)}" if unknown else "the list is empty"
-        raise ValueError(
-            f"reward_verifiers: {problem}. Registered verifiers: {', '.join(valid)}. A custom verifier needs the "
-            "module that registers it in verifier_imports."
+        hints = "".join(suggest(name, valid) for name in unknown)
+        raise UsageError(
+            f"reward_verifiers: {problem}.{hints} Registered verifiers: {', '.join(valid)}. A custom verifier needs "
+            "the module that registers it in verifier_imports."
         )
+
+
+def check_task_datasets(task: Task) -> None:
+    """The task's local datasets exist and have their splits and columns (a Hub name is left to the run: no network
+    here). UsageError naming the field."""
+    from trl_grpo_ext.compare.worker import load_raw_dataset
+    from trl_grpo_ext.usage import check_dataset_path
+
+    if check_dataset_path("dataset_name", task.dataset_name):
+        load_raw_dataset(task, task.dataset_train_split)
+    eval_source = task.eval_dataset or task.dataset_name
+    field = "eval_dataset" if task.eval_dataset else "dataset_name"
+    if check_dataset_path(field, eval_source) and task.eval_split is not None:
+        source = dataclasses.replace(task, dataset_name=eval_source)
+        load_raw_dataset(source, task.eval_split, field, split_field="eval_split")
+
+
+def failure_place(error: BaseException) -> str:
+    """` at FILE:LINE`, the innermost frame of `error` in the imported code (not importlib's nor this file's), or a
+    SyntaxError's own place; else ``."""
+    if isinstance(error, SyntaxError) and error.filename:
+        return f" at {error.filename}:{error.lineno}"
+    place, tb = "", error.__traceback__
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if not (name.startswith("<") or name == __file__ or Path(name).parent.name == "importlib"):
+            place = f" at {name}:{tb.tb_lineno}"
+        tb = tb.tb_next
+    return place
 
 
 def validate_plan(runs: list[RunSpec], output_dir: Path) -> None:
     """Build every run's config as the run will (GRPOConfig for stock, GRPOExtConfig otherwise), so that unknown
-    fields and contradictory settings fail now, before anything trains. Raises ValueError naming the run."""
+    fields and contradictory settings fail now, before anything trains. Raises UsageError naming the run."""
     from trl import GRPOConfig
 
     from trl_grpo_ext import GRPOExtConfig
@@ -299,7 +353,7 @@ def validate_plan(runs: list[RunSpec], output_dir: Path) -> None:
                 warnings.simplefilter("ignore", FutureWarning)
                 config_cls(**run_config_kwargs(run, output_dir))
         except (ValueError, TypeError) as error:
-            raise ValueError(f"{run.name} ({run.overrides or 'no settings'}): {error}") from None
+            raise UsageError(f"{run.name} ({run.overrides or 'no settings'}): {error}") from None
 
 
 def run_config_kwargs(run: RunSpec, output_dir: Path) -> dict[str, Any]:

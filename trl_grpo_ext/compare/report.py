@@ -15,6 +15,7 @@ from pathlib import Path
 from trl_grpo_ext.compare.held_out import read_held_out
 from trl_grpo_ext.compare.plan import STOCK
 from trl_grpo_ext.compare.stats import mean_ci, paired_difference
+from trl_grpo_ext.usage import UsageError
 
 # (name in results.json, column title, format)
 METRICS = (
@@ -66,7 +67,7 @@ def final_window(steps: int) -> int:
 def report_metrics(x_axis: str = "both") -> tuple:
     """The metrics a report shows: per step (`steps`), per completion generated (`completions`), or `both`."""
     if x_axis not in X_AXES:
-        raise ValueError(f"x_axis={x_axis!r} is not valid. Valid choices: {', '.join(X_AXES)}.")
+        raise UsageError(f"x_axis={x_axis!r} is not valid. Valid choices: {', '.join(X_AXES)}.")
     return {"steps": METRICS, "completions": METRICS[:1] + COMPLETION_METRICS, "both": METRICS + COMPLETION_METRICS}[
         x_axis
     ]
@@ -118,7 +119,7 @@ def summarize(rows: list[dict], window: int | None = None, budget: int | None = 
 def read_runs(output_dir: Path) -> tuple[dict, list[tuple[dict, list[dict]]]]:
     """The manifest, and (run spec, logged rows) for every run of it that has a JSONL file, in plan order."""
     if not (output_dir / "manifest.json").exists():
-        raise ValueError(f"{output_dir} has no manifest.json: it is not the --output_dir of a comparison.")
+        raise UsageError(f"{output_dir} has no manifest.json: it is not the --output_dir of a comparison.")
     manifest = json.loads((output_dir / "manifest.json").read_text())
     runs = []
     for spec in manifest["runs"]:
@@ -313,7 +314,7 @@ def replot(output_dir: str | os.PathLike, x_axis: str = "both") -> str:
     output_dir = Path(output_dir)
     manifest, runs = read_runs(output_dir)
     if not runs:
-        raise ValueError(f"{output_dir} holds no finished run (no <variant>-seed<s>.jsonl listed in manifest.json).")
+        raise UsageError(f"{output_dir} holds no finished run (no <variant>-seed<s>.jsonl listed in manifest.json).")
     text = markdown(manifest, runs, x_axis)
     (output_dir / "results.md").write_text(text)
     (output_dir / "results.json").write_text(json.dumps(results(runs, x_axis), indent=2) + "\n")

@@ -33,25 +33,14 @@ def load_task_dataset(task: Task, seed: int):
     return as_prompt_dataset(load_raw_dataset(task, task.dataset_train_split), task)
 
 
-def load_raw_dataset(task: Task, split: str):
+def load_raw_dataset(task: Task, split: str, field: str = "dataset_name", split_field: str = "dataset_train_split"):
     """The task's dataset as stored, split `split` (a `save_to_disk` folder holding one dataset has no splits), with
-    its prompt and reference columns checked."""
-    from datasets import DatasetDict, load_dataset, load_from_disk
+    its prompt and reference columns checked; UsageError naming `field` or `split_field` when it has not them."""
+    from trl_grpo_ext.datasets import check_columns, load_split
 
-    path = Path(task.dataset_name)
-    saved = any((path / marker).exists() for marker in ("dataset_info.json", "state.json", "dataset_dict.json"))
-    if path.is_dir() and saved:
-        dataset = load_from_disk(str(path))
-        if isinstance(dataset, DatasetDict):
-            dataset = dataset[split]
-    else:
-        dataset = load_dataset(task.dataset_name, task.dataset_config, split=split)
-    missing = [c for c in (task.prompt_column, task.reference_column) if c not in dataset.column_names]
-    if missing:
-        raise ValueError(
-            f"dataset {task.dataset_name!r} has no column(s) {missing}; its columns are {dataset.column_names}. "
-            "Set prompt_column and reference_column in the --config file."
-        )
+    dataset = load_split(task.dataset_name, task.dataset_config, split, field, split_field)
+    columns = {"prompt_column": task.prompt_column, "reference_column": task.reference_column}
+    check_columns(task.dataset_name, dataset, columns)
     return dataset
 
 

@@ -7,6 +7,7 @@ import dataclasses
 from typing import Any
 
 from trl_grpo_ext.compare.plan import Task, import_verifier_modules
+from trl_grpo_ext.usage import UsageError
 
 from .core import EvalVerifier
 
@@ -32,25 +33,26 @@ def load_eval_rows(
     from trl_grpo_ext.datasets import arithmetic_split
 
     if max_prompts is not None and max_prompts < 1:
-        raise ValueError(f"--max_prompts {max_prompts}: must be >= 1.")
+        raise UsageError(f"--max_prompts {max_prompts}: must be >= 1.")
     if offset < 0:
-        raise ValueError(f"--prompt_offset {offset}: must be >= 0.")
+        raise UsageError(f"--prompt_offset {offset}: must be >= 0.")
     if max_prompts is None and (offset or subset_seed is not None):
-        raise ValueError("--prompt_offset and --prompt_subset_seed choose among rows: give --max_prompts N with them.")
+        raise UsageError("--prompt_offset and --prompt_subset_seed choose among rows: give --max_prompts N with them.")
     if offset and subset_seed is not None:
-        raise ValueError("--prompt_offset and --prompt_subset_seed: give one of them, not both.")
+        raise UsageError("--prompt_offset and --prompt_subset_seed: give one of them, not both.")
     builtin = task.dataset_name is None and task.eval_dataset is None
     if builtin:
         raw = Dataset.from_list(arithmetic_split(split))
     else:
         source = dataclasses.replace(task, dataset_name=task.eval_dataset or task.dataset_name)
-        raw = load_raw_dataset(source, split)
+        field = "eval_dataset" if task.eval_dataset else "dataset_name"
+        raw = load_raw_dataset(source, split, field, split_field="the split (eval_split or --split)")
     if subset_seed is not None:
         raw = raw.select(sorted(random.Random(subset_seed).sample(range(len(raw)), min(max_prompts, len(raw)))))
     elif max_prompts is not None:
         raw = raw.select(range(min(offset, len(raw)), min(offset + max_prompts, len(raw))))
     if len(raw) == 0:
-        raise ValueError(f"split {split!r} of the task's dataset has no rows to evaluate.")
+        raise UsageError(f"split {split!r} of the task's dataset has no rows to evaluate.")
     return raw, (raw if builtin else as_prompt_dataset(raw, task)).to_list()
 
 
