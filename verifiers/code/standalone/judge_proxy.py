@@ -47,6 +47,7 @@ CALLS_PER_REPORT = 1 << 10
 PLAIN_SCALARS = (bool, int, float)  # JSON numbers, which decode to themselves
 
 READS = ("get", "class")  # requests that only read the candidate's state
+MAX_ATTRIBUTES = 16  # of an exception the candidate raised (harness.raised_attributes)
 
 
 class Session:
@@ -136,7 +137,8 @@ class Session:
             raise CandidateGone(self.gone)
         if not reply["ok"]:
             error = str(reply.get("error"))[:300]
-            raise candidate_raised(error, reply.get("class"), exit_code(reply.get("code")), self.classes)
+            attributes = self.exception_attributes(reply.get("attrs"))
+            raise candidate_raised(error, reply.get("class"), exit_code(reply.get("code")), self.classes, attributes)
         value = reply.get("value")
         if value is None or type(value) in PLAIN_SCALARS:  # what many calls return: nothing to decode, or to time
             return reply, value
@@ -163,6 +165,19 @@ class Session:
         except MemoryError:
             self.gone = self.gone or self.too_large()
         raise CandidateGone(self.gone)
+
+    def exception_attributes(self, encoded) -> dict:
+        """The attributes of an exception the candidate raised (harness.raised_attributes), each decoded as plain data
+        within the reply's bounds and a second of CPU time for all; one that is not plain data is left out."""
+        if type(encoded) is not dict:
+            return {}
+        found, budget = {}, DecodeBudget(time.process_time() + EXIT_CODE_BUDGET_S)
+        for name, value in list(encoded.items())[:MAX_ATTRIBUTES]:
+            try:
+                found[name] = within_address_space(self.ceiling, decode, value, None, 0, budget)
+            except (ProtocolError, RecursionError, MemoryError):
+                continue
+        return found
 
     def timed_out(self) -> str:
         return f"timeout: its replies took more than {self.budget_s:g} s of the judge's CPU time to read"
@@ -294,7 +309,10 @@ class RemoteIterator(RemoteObject):
             raised = reply.get("raised")
             if type(raised) is dict:
                 error = str(raised.get("error"))[:300]
-                stream["raised"] = candidate_raised(error, raised.get("class"), classes=self._session.classes)
+                attributes = self._session.exception_attributes(raised.get("attrs"))
+                stream["raised"] = candidate_raised(
+                    error, raised.get("class"), None, self._session.classes, attributes
+                )
         if stream["items"]:
             return stream["items"].popleft()
         if stream["raised"] is not None:
