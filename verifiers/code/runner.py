@@ -117,16 +117,23 @@ def _read_message(reader: LineReader) -> dict:
 
 def _await_verdict(job: socket.socket, reader: LineReader, clock: CandidateClock) -> tuple[dict | None, str | None]:
     """(the judge's verdict, None), or (None, "timeout" or "stalled") when the candidate's clock ran out first.
-    JudgeError if the judge ended without a verdict."""
+    JudgeError if the judge ended without a verdict. The judge's other words (its pid, its count of requests) update
+    the clock, which is read every `clock.wait_s()` whatever arrives meanwhile."""
+    look = time.monotonic() + clock.wait_s()
     while True:
-        if select.select([job], [], [], clock.wait_s())[0]:
+        if select.select([job], [], [], max(0.0, look - time.monotonic()))[0]:
             message = _read_message(reader)
             if type(message.get("judge_pid")) is int:  # the judge child's first word: its threads keep the clock
                 clock.judge_pid = message["judge_pid"]
+            elif "calls" in message:  # the requests the judge has made so far: their transport is not charged
+                clock.count_calls(message["calls"])
+            else:
+                return message, None
+            if time.monotonic() < look:
                 continue
-            return message, None
         if (stopped := clock.expired()) is not None:
             return None, stopped
+        look = time.monotonic() + clock.wait_s()
 
 
 def _verdict_after_kill(job: socket.socket, reader: LineReader) -> dict:
@@ -135,7 +142,7 @@ def _verdict_after_kill(job: socket.socket, reader: LineReader) -> dict:
     try:
         while select.select([job], [], [], max(0.0, deadline - time.monotonic()))[0]:
             message = _read_message(reader)
-            if "judge_pid" not in message:
+            if "judge_pid" not in message and "calls" not in message:
                 return message
     except JudgeError:
         pass

@@ -400,6 +400,74 @@ def test_replies_the_judge_must_parse_again_and_again_are_charged_to_the_candida
         verifier.close()
 
 
+# Transport is charged to nobody (issue 33): the candidate's clock credits each request of the judge's a fixed
+# allowance (code/clock.py), never more than the CPU time it used, nor more than its budget in all. What a candidate
+# does besides answering is charged: each attack computes the right sums and still scores `timeout`, 0, near its
+# budget (BACKSTOP: the wall-clock backstop, 10 x timeout_s, at least 30 s, where a None would be).
+TRANSPORT_TIMEOUT_S = 1.0
+TRANSPORT_ATTACKS = {
+    "each_call_slow_on_purpose": "import time\ndef add(a, b):\n    end = time.process_time() + 0.002\n"
+    "    while time.process_time() < end: pass\n    return a + b\n",
+    "a_thread_busy_between_calls": "import threading\ndef spin():\n    while True: pass\n"
+    "threading.Thread(target=spin, daemon=True).start()\ndef add(a, b): return a + b\n",
+    "a_loop_forever_after_many_calls": "n = 0\ndef add(a, b):\n    global n\n    n += 1\n"
+    "    while n > 20_000: pass\n    return a + b\n",
+    "sleeping_a_little_in_each_call": "import time\ndef add(a, b):\n    time.sleep(0.001)\n    return a + b\n",
+}
+TRANSPORT_TESTS = "for i in range(1_000_000):\n    assert add(i, 1) == i + 1\n"
+
+
+@pytest.fixture(scope="module")
+def transport_verifier(request):
+    v = make_code_verifier(TRANSPORT_TIMEOUT_S, workers=1)
+    request.addfinalizer(v.close)
+    return v
+
+
+@pytest.mark.parametrize("attack", sorted(TRANSPORT_ATTACKS))
+def test_work_between_or_inside_calls_is_charged_despite_the_transport_credit(transport_verifier, attack):
+    start = time.monotonic()
+    result = transport_verifier.verify(TRANSPORT_ATTACKS[attack], TRANSPORT_TESTS)
+    elapsed = time.monotonic() - start
+    assert (result.score, result.reason) == (0.0, "timeout"), (result.reason, result.details["failures"])
+    assert elapsed < 15, elapsed  # its 1 s, and the calls' wall-clock time: far from the 30 s backstop
+
+
+# The candidate's answers decide how many calls the test makes: each is credited, but the credit stops at the budget,
+# and a run whose time without the credit reached the budget is a timeout at the backstop, never `stalled` (the
+# judge's time reading the replies has an allowance of its own, up to the budget too: either ends the run). With the
+# harness's own loop (about 20 us a call) and with the candidate's own minimal loop that answers the judge's requests
+# itself (about 4 us: the least a request can cost, which the allowance exceeds).
+ENDLESS_CALLS = "i = 0\nwhile add(i, 1) != -1:\n    i += 1\nassert i > 0\n"
+OWN_LOOP = r"""
+import os, sys
+frame = sys._getframe(0)
+while frame is not None and "requests" not in frame.f_locals:
+    frame = frame.f_back
+requests, replies = frame.f_locals["requests"].fd, frame.f_locals["reply_fd"]
+os.write(replies, b'{"ready":true,"globals":{"add":"callable"}}\n')
+while True:
+    data = os.read(requests, 65536)
+    if not data:
+        os._exit(0)
+    for line in data.split(b"\n")[:-1]:
+        number = int(line[6:line.index(b",")])
+        os.write(replies, b'{"id":%d,"ok":true,"value":0}\n' % number)
+"""
+
+
+@pytest.mark.parametrize("candidate", ["harness", "own_loop"])
+def test_an_endless_loop_of_calls_times_out_with_zero(transport_verifier, candidate):
+    code = "def add(a, b): return a + b\n" if candidate == "harness" else OWN_LOOP
+    start = time.monotonic()
+    result = transport_verifier.verify(code, ENDLESS_CALLS)
+    elapsed = time.monotonic() - start
+    assert result.score == 0.0, (result.reason, result.details["failures"])  # its clock, or the judge's reading
+    assert result.reason in ("timeout", "candidate_error: timeout: its replies took more than 1 s of the judge's "
+                             "CPU time to read"), result.reason  # fmt: skip
+    assert elapsed < 45, elapsed  # at the latest at the 30 s backstop, as a timeout
+
+
 # The kernel surface outside the system call allowlist (issue 33; tests/verifiers/code/test_syscall_allowlist.py
 # enumerates every number): each attack makes a call an ordinary program never makes, which would show the candidate
 # what the judge does (dnotify on the interpreter's folder, where the judge imports the test's modules), reach the

@@ -191,3 +191,23 @@ def test_a_message_that_is_not_an_object_is_refused_before_it_is_parsed():
         parse_message(line)
     assert time.process_time() - started < 0.5
     assert parse_message(b'{"id": 1}') == {"id": 1}
+
+
+@pytest.mark.parametrize(
+    "items",
+    [
+        [], [1, 2, 3], [2**62, 1], [1, -(2**62)], [float("nan"), 2**70], [1.0, float("nan"), 2**70, 3],
+        [float("inf"), 1], [True, 2, 3.5], ["a", 1, None], [1, "a", 2**80], [None, False, "x", 0.5],
+    ],
+)  # fmt: skip
+def test_a_flat_list_is_sent_as_it_is_only_when_json_writes_it_as_encode_would(items):
+    """The fast path of `encode` (a list of plain scalars is its own encoding) never lets an int beyond 2**62
+    travel as digits: a NaN ahead of it, or strings around it, send the list item by item."""
+    encoded = encode(items)
+    if any(type(x) is int and not -(2**62) < x < 2**62 for x in items):
+        assert (
+            encoded is not items and {"i": hex(max(items, key=lambda x: abs(x) if type(x) is int else 0))} in encoded
+        )
+    got = decode(json.loads(json.dumps(encoded)))
+    assert [type(x) for x in got] == [type(x) for x in items]
+    assert all(a == b or (a != a and b != b) for a, b in zip(got, items))

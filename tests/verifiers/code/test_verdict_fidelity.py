@@ -446,3 +446,65 @@ def test_deeply_nested_arguments_and_results(verifier, wrap):
     assert_wrong(verifier, DEPTH.replace("d += 1", "d += 2") + nest, tests, failure="assertion is false")
     too_deep = nest.replace("range(n)", "range(n + 1000)")
     assert_wrong(verifier, DEPTH + too_deep, tests, failure="nested too deeply")
+
+
+# --- an exception's attributes cross with it, as plain data (issue 33): errno, args, what the candidate's class set ---
+
+RAISING = """
+import subprocess
+class AppError(Exception):
+    def __init__(self, status, detail):
+        super().__init__(f"{status}: {detail}")
+        self.status, self.detail = status, detail
+class Forged(ValueError):
+    def __init__(self):
+        super().__init__("forged")
+        self.message, self.type_name, self._hidden, self.blob = "pass", "AssertionError", 1, "x" * 10**6
+def read(): open('/nonexistent/file')
+def pair(): raise ValueError('bad', 42)
+def run(): raise subprocess.CalledProcessError(3, ['ls'], output=b'out')
+def fetch(): raise AppError(404, 'missing')
+def forged(): raise Forged()
+def lines():
+    yield 1
+    raise OSError(13, 'denied', 'x.txt')
+"""
+EXCEPTION_ATTRIBUTES = """
+import errno, subprocess, pytest
+from solution import read, pair, run, fetch, forged, lines, AppError
+def test_errno():
+    with pytest.raises(OSError) as e:
+        read()
+    assert e.value.errno == errno.ENOENT and e.value.filename == '/nonexistent/file'
+    assert e.value.strerror == 'No such file or directory' and isinstance(e.value, FileNotFoundError)
+def test_args():
+    with pytest.raises(ValueError) as e:
+        pair()
+    assert e.value.args == ('bad', 42) and str(e.value) == "('bad', 42)"
+def test_returncode():
+    with pytest.raises(subprocess.CalledProcessError) as e:
+        run()
+    assert e.value.returncode == 3 and e.value.cmd == ['ls'] and e.value.output == b'out'
+def test_own_class():
+    with pytest.raises(AppError) as e:
+        fetch()
+    assert (e.value.status, e.value.detail, e.value.args) == (404, 'missing', ('404: missing',))
+def test_generator():
+    it = lines()
+    assert next(it) == 1
+    with pytest.raises(PermissionError) as e:
+        next(it)
+    assert e.value.errno == 13 and e.value.filename == 'x.txt'
+def test_the_judges_own_attributes_stay_the_judges():
+    with pytest.raises(ValueError, match="^forged$") as e:
+        forged()
+    assert not hasattr(e.value, '_hidden') and not hasattr(e.value, 'blob')  # over 4 KiB: bounded, left behind
+"""
+
+
+def test_an_exceptions_attributes_reach_the_test_as_plain_execution_gives_them(verifier):
+    """pytest on the same files passes the first five, which failed here before (the attributes stayed in the
+    sandbox); the sixth checks the bounds: the judge's own attributes are not the candidate's to set, names with an
+    underscore and values over 4 KiB stay behind (plain execution has them)."""
+    assert_correct(verifier, RAISING, EXCEPTION_ATTRIBUTES)
+    assert_wrong(verifier, RAISING.replace("CalledProcessError(3,", "CalledProcessError(4,"), EXCEPTION_ATTRIBUTES)

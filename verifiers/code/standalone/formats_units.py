@@ -198,7 +198,9 @@ def _own_class(name: str, bases: list) -> type:
     raise JudgeFault(f"cannot make an exception class named {name!r}")
 
 
-def candidate_raised(error_text: str, described=None, exit_code=None, classes: CandidateClasses | None = None):
+def candidate_raised(
+    error_text: str, described=None, exit_code=None, classes: CandidateClasses | None = None, attributes=None
+):
     """The exception the judge raises for a call in which the candidate raised `error_text` ("ValueError: msg").
 
     `described`: the exception's class as the sandbox described it (harness.exception_class). Its class crosses by
@@ -207,14 +209,30 @@ def candidate_raised(error_text: str, described=None, exit_code=None, classes: C
     execution, a candidate's subclass of ValueError included, and a KeyboardInterrupt or a `class Boom(BaseException)`
     escapes `except Exception` as it does there; `str()` gives the candidate's message, never its class's name.
     SystemExit arrives as CandidateExit, with its code. A class the judge cannot tell (no description, or a class made
-    to break it) is a bare BaseException: only `except BaseException` or a bare `except` catches it."""
+    to break it) is a bare BaseException: only `except BaseException` or a bare `except` catches it.
+
+    `attributes`: the exception's `args` and other attributes as plain data (harness.raised_attributes): an OSError's
+    `errno`, what the candidate's own class set; never one of the judge's (`message`, `type_name`, names with an
+    underscore, a SystemExit's `code`), and none that its class refuses."""
     name, _, message = error_text.partition(": ")
     cls = classes.resolve(described) if classes is not None else None
     known = cls if cls is not None and not issubclass(cls, CandidateRaised) else None  # a builtin, or a standard one
     cls = _raised_class(known) if known is not None else cls or _raised_class(BaseException)
     exc = _instance(cls, exit_code if issubclass(cls, SystemExit) else message)
+    for attribute, value in (attributes or {}).items() if type(attributes) is dict else ():
+        if attribute == "args" and type(value) is tuple and not issubclass(cls, SystemExit):
+            exc.args = value
+        elif type(attribute) is str and attribute.isidentifier() and not attribute.startswith("_"):
+            if attribute not in _JUDGES_ATTRIBUTES and not (attribute == "code" and issubclass(cls, SystemExit)):
+                try:
+                    setattr(exc, attribute, value)
+                except (AttributeError, TypeError, ValueError):
+                    pass
     exc.message, exc.type_name = message, name
     return exc
+
+
+_JUDGES_ATTRIBUTES = frozenset({"message", "type_name", "args", "with_traceback", "add_note"})
 
 
 def builtin_raised(base: type, message: str):

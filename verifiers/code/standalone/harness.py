@@ -451,14 +451,56 @@ MAX_EXCEPTION_CLASSES = 64  # of one exception's class and its ancestors
 
 
 def raised_class(exc: BaseException, handles: Handles) -> dict:
-    """The class of an exception the candidate raised (`exception_class`), and a SystemExit's code."""
+    """The class of an exception the candidate raised (`exception_class`), a SystemExit's code, and the exception's
+    attributes that are plain data (`raised_attributes`)."""
     try:
         found = {"class": exception_class(type(exc), handles)}
         if isinstance(exc, SystemExit):
             found["code"] = encode(exc.code)
-        return found
     except BaseException:  # a class made to break this: the judge then knows nothing of it (see formats_units.py)
         return {}
+    attributes = raised_attributes(exc)
+    return {**found, "attrs": attributes} if attributes else found
+
+
+# The attributes of the builtin exceptions that are not in their instance's __dict__ (C-level members), by class.
+BUILTIN_ATTRIBUTES = (
+    (OSError, ("errno", "strerror", "filename", "filename2")), (ImportError, ("name", "path")),
+    (NameError, ("name",)), (AttributeError, ("name",)), (StopIteration, ("value",)),
+    (SyntaxError, ("msg", "filename", "lineno", "offset", "text", "end_lineno", "end_offset")),
+    (UnicodeError, ("encoding", "object", "start", "end", "reason")),
+)  # fmt: skip
+MAX_ATTRIBUTES, MAX_ATTRIBUTE_BYTES = 16, 1 << 12
+
+
+def raised_attributes(exc: BaseException) -> dict:
+    """An exception's `args` and attributes (an OSError's `errno` and `filename`, a CalledProcessError's `returncode`,
+    what the candidate's own class set in `__init__`), as plain data: at most MAX_ATTRIBUTES, each at most
+    MAX_ATTRIBUTE_BYTES once encoded; an attribute that is not plain data, or that raises when read, stays here."""
+    names = ["args"]
+    for cls, members in BUILTIN_ATTRIBUTES:
+        if isinstance(exc, cls):
+            names += members
+    try:
+        own = vars(exc)
+        names += [name for name in list(own)[: 4 * MAX_ATTRIBUTES] if type(name) is str and not name.startswith("_")]
+    except BaseException:
+        pass
+    found = {}
+    for name in dict.fromkeys(names):
+        try:
+            encoded = roomy(encode, getattr(exc, name), _not_data)
+            if len(dumps(encoded)) <= MAX_ATTRIBUTE_BYTES:
+                found[name] = encoded
+        except BaseException:  # not plain data, too deep, or a property made to raise
+            continue
+        if len(found) >= MAX_ATTRIBUTES:
+            break
+    return found
+
+
+def _not_data(obj):
+    raise TypeError("not plain data")
 
 
 def exception_class(cls, handles: Handles) -> dict | None:

@@ -74,7 +74,10 @@ def run_job(job_fd: int, request_fd: int, reply_fd: int, received: float = 0.0) 
     signal.alarm(max(1, int(job.get("deadline_s", 60))))  # a backstop: the verifier also enforces its deadline
     apply_limits(job)
     budget_s, reply_memory_mb = float(job.get("candidate_budget_s", float("inf"))), job.get("reply_memory_mb")
-    session = Session(request_fd, reply_fd, budget_s, int(reply_memory_mb) if reply_memory_mb else None)
+    session = Session(
+        request_fd, reply_fd, budget_s, int(reply_memory_mb) if reply_memory_mb else None,
+        on_calls=lambda calls: report_calls(job_fd, calls),
+    )  # fmt: skip
     try:
         verdict = judge(job, session)
     except (CandidateFailure, CandidateGone) as exc:
@@ -99,6 +102,15 @@ def run_job(job_fd: int, request_fd: int, reply_fd: int, received: float = 0.0) 
             "judge_cpu_s": usage.ru_utime + usage.ru_stime, "judge_faults": usage.ru_minflt,
         }  # fmt: skip
     write_message(job_fd, bounded(verdict))
+
+
+def report_calls(job_fd: int, calls: int) -> None:
+    """Tell the verifier how many requests the candidate has answered so far: its clock credits each one's transport
+    (code/clock.py). A verifier that no longer listens has its verdict already, or has stopped the candidate."""
+    try:
+        write_message(job_fd, {"calls": calls})
+    except OSError:
+        pass
 
 
 def spare_child(control: socket.socket, spares: list) -> socket.socket:

@@ -36,9 +36,18 @@ from protocol import (
 # about 30 bytes of objects per byte it reads (nested empty lists, tuples), so shorter ones stay within tens of MiB.
 CHECKED_REPLY_BYTES = 1 << 20
 EXIT_CODE_BUDGET_S = 1.0  # a SystemExit's code, decoded apart from the replies' budget
+# Transport is charged to nobody (docs/code_verifier.md, The candidate's clock). Reading one reply costs the judge
+# a wake-up, a read, a parse and a few checks (6 - 20 us here, with the load) whatever the candidate computed: that
+# much of each reply is not counted against the candidate's budget, up to the budget itself (a reply that costs more
+# is charged the rest). It is the judge's CPU time, not the candidate's: a cheaper reply gains the candidate no time
+# of its own. Every CALLS_PER_REPORT requests, the session tells the verifier how many it has made (`on_calls`): the
+# candidate's clock credits each one (code/clock.py).
+REPLY_ALLOWANCE_S = 15e-6
+CALLS_PER_REPORT = 1 << 10
 PLAIN_SCALARS = (bool, int, float)  # JSON numbers, which decode to themselves
 
 READS = ("get", "class")  # requests that only read the candidate's state
+MAX_ATTRIBUTES = 16  # of an exception the candidate raised (harness.raised_attributes)
 
 
 class Session:
@@ -50,13 +59,25 @@ class Session:
     that would go past it stops there (DecodeBudget). The memory it spends on one reply is the candidate's doing too:
     with `reply_memory_mb`, a reply longer than CHECKED_REPLY_BYTES is parsed and decoded with at most that much more
     address space than the judge held before (RLIMIT_AS, lowered for that time), and past it the candidate has ended
-    its run (`reply_too_large`)."""
+    its run (`reply_too_large`). A reply's line itself may be as long as `reply_memory_mb` (MAX_MESSAGE_BYTES when
+    that is less): the judge holds at most that much of a reply, and builds at most that much more from it.
+
+    Every reply is a round trip: besides what the candidate computed, it costs its harness a read, a decode, an encode
+    and a write, and this process a write and a read. The reading allowance (REPLY_ALLOWANCE_S per reply, at most
+    `budget_s` in all) keeps that out of the candidate's budget here; `on_calls(n)`, called every CALLS_PER_REPORT
+    requests, gives the count to the verifier, whose clock does the same for the candidate's own CPU time."""
 
     def __init__(
-        self, request_fd: int, reply_fd: int, budget_s: float = float("inf"), reply_memory_mb: int | None = None
+        self,
+        request_fd: int,
+        reply_fd: int,
+        budget_s: float = float("inf"),
+        reply_memory_mb: int | None = None,
+        on_calls=None,
     ):
         self.request_fd = request_fd
-        self.replies = LineReader(reply_fd, MAX_MESSAGE_BYTES)
+        self.reply_memory = reply_memory_mb << 20 if reply_memory_mb else None
+        self.replies = LineReader(reply_fd, max(MAX_MESSAGE_BYTES, self.reply_memory or 0))
         self.next_id = 0
         self.gone = None
         self.touched = False  # something the candidate provided reached the test code (see `reference_fault`)
@@ -67,12 +88,16 @@ class Session:
         self.reading_s = 0.0  # CPU time spent on the candidate's replies
         self.events = None  # the benchmark's readings, when the sandbox sent some (sandbox/stages.py)
         self.prepared = None  # (wall, CPU) readings once the test is parsed, for the same
-        self.reply_memory = reply_memory_mb << 20 if reply_memory_mb else None
         self.ceiling = None  # the address space the reply being read may reach (RLIMIT_AS), or None: no bound
+        self.on_calls = on_calls
+
+    def left_s(self) -> float:
+        """The judge's CPU time the candidate's replies may still take: its budget, and each reply's allowance."""
+        return self.budget_s + min(self.next_id * REPLY_ALLOWANCE_S, self.budget_s) - self.reading_s
 
     def charge(self, since: float) -> None:
         self.reading_s += time.process_time() - since
-        if self.reading_s > self.budget_s and not self.gone:
+        if self.left_s() < 0 and not self.gone:
             self.gone = self.timed_out()
 
     def read_message(self):
@@ -99,6 +124,8 @@ class Session:
         if self.gone:
             raise CandidateGone(self.gone)
         self.next_id += 1
+        if self.on_calls is not None and self.next_id % CALLS_PER_REPORT == 0:
+            self.on_calls(self.next_id)
         try:
             roomy(write_message, self.request_fd, {"id": self.next_id, "op": op, "target": target, **fields})
         except OSError as exc:
@@ -110,10 +137,14 @@ class Session:
             raise CandidateGone(self.gone)
         if not reply["ok"]:
             error = str(reply.get("error"))[:300]
-            raise candidate_raised(error, reply.get("class"), exit_code(reply.get("code")), self.classes)
+            attributes = self.exception_attributes(reply.get("attrs"))
+            raise candidate_raised(error, reply.get("class"), exit_code(reply.get("code")), self.classes, attributes)
+        value = reply.get("value")
+        if value is None or type(value) in PLAIN_SCALARS:  # what many calls return: nothing to decode, or to time
+            return reply, value
         started = time.process_time()
         try:
-            return reply, self.decode(reply.get("value"), started)
+            return reply, self.decode(value, started)
         except (ProtocolError, RecursionError) as exc:
             raise CandidateFailure(f"reply is not plain data: {describe(exc)}") from None
         except Exception as exc:  # anything else the decoder raises is its own bug, not the candidate's answer
@@ -126,7 +157,7 @@ class Session:
         and the reply's ceiling of address space (then `reply_too_large`); either ends the candidate's run."""
         if value is None or type(value) in PLAIN_SCALARS:  # what many calls return: nothing to build
             return value
-        budget = DecodeBudget(started + max(0.0, self.budget_s - self.reading_s))
+        budget = DecodeBudget(started + max(0.0, self.left_s()))
         try:
             return within_address_space(self.ceiling, decode, value, self.make_handle, 0, budget)
         except OverBudget:
@@ -134,6 +165,19 @@ class Session:
         except MemoryError:
             self.gone = self.gone or self.too_large()
         raise CandidateGone(self.gone)
+
+    def exception_attributes(self, encoded) -> dict:
+        """The attributes of an exception the candidate raised (harness.raised_attributes), each decoded as plain data
+        within the reply's bounds and a second of CPU time for all; one that is not plain data is left out."""
+        if type(encoded) is not dict:
+            return {}
+        found, budget = {}, DecodeBudget(time.process_time() + EXIT_CODE_BUDGET_S)
+        for name, value in list(encoded.items())[:MAX_ATTRIBUTES]:
+            try:
+                found[name] = within_address_space(self.ceiling, decode, value, None, 0, budget)
+            except (ProtocolError, RecursionError, MemoryError):
+                continue
+        return found
 
     def timed_out(self) -> str:
         return f"timeout: its replies took more than {self.budget_s:g} s of the judge's CPU time to read"
@@ -154,13 +198,15 @@ class Session:
     def call(self, target: dict, args: tuple, kwargs: dict):
         encoded_args, encoded_kwargs = roomy(encode_arguments, args, kwargs)
         reply, value = self.request("call", target, args=encoded_args, kwargs=encoded_kwargs)
+        args_after, kwargs_after = reply.get("args_after"), reply.get("kwargs_after")
+        if (type(args_after) is not list or args_after.count(None) == len(args_after)) and not kwargs_after:
+            return value  # no argument changed (the sandbox sends None for each): nothing to mirror
         started = time.process_time()
         try:
-            apply_mutations(args, reply.get("args_after"), lambda new: self.decode(new, started))
-            after = reply.get("kwargs_after")
-            if kwargs and type(after) is dict:  # `sort_in_place(nums=xs)` mutates xs too
+            apply_mutations(args, args_after, lambda new: self.decode(new, started))
+            if kwargs and type(kwargs_after) is dict:  # `sort_in_place(nums=xs)` mutates xs too
                 names = list(kwargs)
-                changed = [after.get(str(name)) for name in names]
+                changed = [kwargs_after.get(str(name)) for name in names]
                 apply_mutations(tuple(kwargs.values()), changed, lambda new: self.decode(new, started))
         except CandidateGone:
             raise
@@ -263,7 +309,10 @@ class RemoteIterator(RemoteObject):
             raised = reply.get("raised")
             if type(raised) is dict:
                 error = str(raised.get("error"))[:300]
-                stream["raised"] = candidate_raised(error, raised.get("class"), classes=self._session.classes)
+                attributes = self._session.exception_attributes(raised.get("attrs"))
+                stream["raised"] = candidate_raised(
+                    error, raised.get("class"), None, self._session.classes, attributes
+                )
         if stream["items"]:
             return stream["items"].popleft()
         if stream["raised"] is not None:
