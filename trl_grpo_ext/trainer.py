@@ -23,7 +23,6 @@ from __future__ import annotations
 import copy
 import logging
 from contextlib import contextmanager, nullcontext
-from unittest import mock
 
 import torch
 import trl.trainer.grpo_trainer as stock_module
@@ -34,7 +33,7 @@ from transformers.trainer_callback import ExportableState
 from trl.models.utils import disable_gradient_checkpointing
 
 from .advantages import advantage_metrics, compute_advantages
-from .compat import check_supported_versions
+from .compat import check_supported_versions, replaced_attribute
 from .config import GRPOExtConfig
 from .dynamic_sampling import combined_rewards
 from .evaluation.core import grouped_figures
@@ -73,7 +72,7 @@ def reference_from_memory(model: nn.Module):
             return snapshot
         return load_from_path(model_id, **kwargs)
 
-    with mock.patch.object(stock_module, "create_model_from_path", create_model):
+    with replaced_attribute(stock_module, "create_model_from_path", create_model):
         yield
 
 
