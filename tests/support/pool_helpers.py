@@ -103,3 +103,24 @@ def keyed_pid(key: str, seconds: float) -> int:
     """Sleep `seconds` (no CPU), then return this worker's pid: which worker ran an item of `key`."""
     time.sleep(seconds)
     return os.getpid()
+
+
+def compare_with_a_bug_in_set_simplify(*args):
+    """The math verifier's comparison, run where sympy's simplify raises ZeroDivisionError on sets: a bug, not a
+    documented "cannot" (tests/verifiers/math/test_sympy_failures.py)."""
+    import sympy
+
+    from trl_grpo_ext.verifiers.math import verifier
+
+    simplify = sympy.simplify
+
+    def simplify_or_fail(expr, *rest, **kwargs):
+        if isinstance(expr, sympy.Set):
+            raise ZeroDivisionError("a bug")
+        return simplify(expr, *rest, **kwargs)
+
+    sympy.simplify = simplify_or_fail
+    try:
+        return verifier.compare_task(*args)
+    finally:
+        sympy.simplify = simplify
