@@ -45,6 +45,10 @@ from .tools.training import end_sessions, log_tool_step, uses_python_tool
 
 logger = logging.getLogger(__name__)
 
+# The adaptive KL controller (Ziegler et al. 2019) clips the relative error of the KL to its target to
+# [-ADAPTIVE_KL_ERROR_CLIP, ADAPTIVE_KL_ERROR_CLIP]: beta changes by at most this fraction per kl_horizon completions.
+ADAPTIVE_KL_ERROR_CLIP = 0.2
+
 # Forward arguments that `_generate_and_score_completions` returns and `_get_per_token_logps_and_entropies` accepts.
 FORWARD_KEYS = (
     "pixel_values",
@@ -381,7 +385,8 @@ class GRPOExtTrainer(PromptStreamRounds):
             return
         total, count = self.accelerator.reduce(self._kl_window, reduction="sum").tolist()
         self._kl_window.zero_()
-        error = min(max(total / max(count, 1.0) / self.args.kl_target - 1, -0.2), 0.2)
+        error = total / max(count, 1.0) / self.args.kl_target - 1
+        error = min(max(error, -ADAPTIVE_KL_ERROR_CLIP), ADAPTIVE_KL_ERROR_CLIP)
         self.beta = self.beta * (1 + error * count / self.args.kl_horizon)
         self._adaptive_kl_state().beta = self.beta
         self._metrics["train"]["beta"].append(self.beta)

@@ -18,6 +18,7 @@ from latex2sympy2_extended import NormalizationConfig, latex2sympy
 from latex2sympy2_extended.latex2sympy2 import normalize_latex
 from sympy import MatrixBase
 
+from ..core.contract import QUOTED_CHARS
 from .normalize import plain_number
 from .prediction import CertainPredictions
 
@@ -50,7 +51,9 @@ def parse_leaf(latex: str) -> sympy.Basic:
     except Exception as exc:
         if not is_invalid_latex(exc):  # a bug (the parser's, sympy's, ours) on this input: comparison_error
             raise
-        raise UnparseableError(f"cannot parse {latex!r}: {(str(exc).splitlines() or [''])[0][:80]}") from None
+        raise UnparseableError(
+            f"cannot parse {latex!r}: {(str(exc).splitlines() or [''])[0][:QUOTED_CHARS]}"
+        ) from None
     if double_factorials and isinstance(expr, sympy.Basic):
         expr = expr.xreplace(double_factorials)
     guard_size(expr)
