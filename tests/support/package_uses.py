@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -176,7 +177,8 @@ def _family_of(annotation: ast.expr | None, families_by_class: dict[str, _Family
     return None
 
 
-def inherited() -> list[Use]:
+@functools.cache
+def inherited() -> tuple[Use, ...]:
     """Every attribute our subclasses of library classes use and do not define (see the module)."""
     found = families()
     by_class = {m.name: family for family in found.values() for m in family.members}
@@ -195,7 +197,7 @@ def inherited() -> list[Use]:
             continue
         for root in family.roots:
             result.append(Use(root, name, f"{_relative(path)}:{node.lineno}", call, through_super))
-    return result
+    return tuple(result)
 
 
 def _accesses(tree, by_class, trainer_family, config_family) -> Iterator[tuple[_Family, ast.AST, bool]]:
@@ -268,7 +270,8 @@ def _is_method(function: ast.FunctionDef, tree: ast.Module) -> bool:
     return any(isinstance(n, ast.ClassDef) and function in n.body for n in ast.walk(tree))
 
 
-def names() -> list[Use]:
+@functools.cache
+def names() -> tuple[Use, ...]:
     """Every name imported from the libraries, and every attribute read from their modules imported under a name."""
     result = []
     for path in source_files():
@@ -283,4 +286,4 @@ def names() -> list[Use]:
                 result += [Use(alias.name, "", where) for alias in node.names if is_library(alias.name)]
             elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in modules:
                 result.append(Use(imports[node.value.id], node.attr, where))
-    return result
+    return tuple(result)

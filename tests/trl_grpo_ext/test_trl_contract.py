@@ -157,7 +157,7 @@ def check_call(function, use: Use, bound_to_instance: bool) -> None:
         ) from None
 
 
-def by_name(uses: list[Use]) -> dict[str, list[Use]]:
+def by_name(uses: tuple[Use, ...]) -> dict[str, list[Use]]:
     grouped: dict[str, list[Use]] = {}
     for use in uses:
         grouped.setdefault(f"{use.owner}.{use.name}" if use.name else use.owner, []).append(use)
