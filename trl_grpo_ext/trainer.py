@@ -23,7 +23,6 @@ from __future__ import annotations
 import copy
 import logging
 from contextlib import contextmanager, nullcontext
-from unittest import mock
 
 import torch
 import trl.trainer.grpo_trainer as stock_module
@@ -34,7 +33,7 @@ from transformers.trainer_callback import ExportableState
 from trl.models.utils import disable_gradient_checkpointing
 
 from .advantages import advantage_metrics, compute_advantages
-from .compat import check_supported_versions, silence_known_deprecations
+from .compat import check_supported_versions, replaced_attribute, silence_known_deprecations
 from .config import GRPOExtConfig
 from .dynamic_sampling import combined_rewards
 from .evaluation.core import grouped_figures
@@ -47,6 +46,10 @@ from .tools.training import end_sessions, log_tool_step, uses_python_tool
 silence_known_deprecations()
 
 logger = logging.getLogger(__name__)
+
+# The adaptive KL controller (Ziegler et al. 2019) clips the relative error of the KL to its target to
+# [-ADAPTIVE_KL_ERROR_CLIP, ADAPTIVE_KL_ERROR_CLIP]: beta changes by at most this fraction per kl_horizon completions.
+ADAPTIVE_KL_ERROR_CLIP = 0.2
 
 # Forward arguments that `_generate_and_score_completions` returns and `_get_per_token_logps_and_entropies` accepts.
 FORWARD_KEYS = (
@@ -75,7 +78,7 @@ def reference_from_memory(model: nn.Module):
             return snapshot
         return load_from_path(model_id, **kwargs)
 
-    with mock.patch.object(stock_module, "create_model_from_path", create_model):
+    with replaced_attribute(stock_module, "create_model_from_path", create_model):
         yield
 
 
@@ -384,7 +387,8 @@ class GRPOExtTrainer(PromptStreamRounds):
             return
         total, count = self.accelerator.reduce(self._kl_window, reduction="sum").tolist()
         self._kl_window.zero_()
-        error = min(max(total / max(count, 1.0) / self.args.kl_target - 1, -0.2), 0.2)
+        error = total / max(count, 1.0) / self.args.kl_target - 1
+        error = min(max(error, -ADAPTIVE_KL_ERROR_CLIP), ADAPTIVE_KL_ERROR_CLIP)
         self.beta = self.beta * (1 + error * count / self.args.kl_horizon)
         self._adaptive_kl_state().beta = self.beta
         self._metrics["train"]["beta"].append(self.beta)

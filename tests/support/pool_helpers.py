@@ -103,3 +103,58 @@ def keyed_pid(key: str, seconds: float) -> int:
     """Sleep `seconds` (no CPU), then return this worker's pid: which worker ran an item of `key`."""
     time.sleep(seconds)
     return os.getpid()
+
+
+def compare_with_a_bug_in_set_simplify(*args):
+    """The math verifier's comparison, run where sympy's simplify raises ZeroDivisionError on sets: a bug, not a
+    documented "cannot" (tests/verifiers/math/test_sympy_failures.py)."""
+    import sympy
+
+    from trl_grpo_ext.verifiers.math import verifier
+
+    simplify = sympy.simplify
+
+    def simplify_or_fail(expr, *rest, **kwargs):
+        if isinstance(expr, sympy.Set):
+            raise ZeroDivisionError("a bug")
+        return simplify(expr, *rest, **kwargs)
+
+    sympy.simplify = simplify_or_fail
+    try:
+        return verifier.compare_task(*args)
+    finally:
+        sympy.simplify = simplify
+
+
+def wait_for_files(paths, timeout_s: float = 60.0) -> bool:
+    """Whether every file of `paths` exists within `timeout_s`: a handshake with another process or thread (the
+    bound only ends a test that is failing)."""
+    deadline = time.monotonic() + timeout_s
+    while not all(os.path.exists(p) for p in paths):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.005)
+    return True
+
+
+def touch(path: str) -> None:
+    with open(path + ".tmp", "w") as f:
+        f.write(str(os.getpid()))
+    os.rename(path + ".tmp", path)
+
+
+def signal_and_wait(mark: str | None, wait_for: tuple[str, ...] = (), seconds: float = 0.0) -> bool:
+    """An item that says it runs (creates `mark`, holding its worker's pid), waits until every file of `wait_for`
+    exists, then sleeps `seconds` (using no CPU); returns whether the files came (within a minute)."""
+    if mark:
+        touch(mark)
+    came = wait_for_files(wait_for)
+    time.sleep(seconds)
+    return came
+
+
+def mark_then_burn(mark: str | None, seconds: float) -> None:
+    """Say the item runs (create `mark`), then burn CPU for `seconds`."""
+    if mark:
+        touch(mark)
+    burn_cpu(seconds)

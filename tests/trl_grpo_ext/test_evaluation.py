@@ -4,6 +4,7 @@ end, equivalent answers under the real math verifier, and the pass-rate prefilte
 from __future__ import annotations
 
 import itertools
+import logging
 from fractions import Fraction
 from math import comb
 
@@ -20,7 +21,8 @@ from trl_grpo_ext.evaluation import (
     summarize,
     vote,
 )
-from trl_grpo_ext.evaluation.equivalence import group_answers
+from trl_grpo_ext.evaluation.core import grouped_figures
+from trl_grpo_ext.evaluation.equivalence import answer_classes, group_answers
 from trl_grpo_ext.verifiers import VerificationResult, Verifier, get_verifier
 
 
@@ -206,6 +208,52 @@ def test_a_verifier_that_raises_gives_unscored_samples_not_a_crash():
         rows, [0], stub_sampler([2], 3, ["0"]), [EvalVerifier("broken", Broken(), "answer")], 3, [1]
     )
     assert (results[0].correct, results[0].unscored, results[0].pass_at[1]) == (0, 3, 0.0)
+
+
+class HalfEquivalent(Verifier):
+    """Every answer is equivalent to every other, except that pairs with "b" as the reference get no verdict."""
+
+    def verify(self, completion, reference):
+        if reference == "b":
+            return VerificationResult(None, "internal_error: RuntimeError: the pool broke")
+        return VerificationResult(1.0, "correct", extracted=completion)
+
+
+def test_a_verifier_that_raises_leaves_answers_apart_counted_and_logged(caplog):
+    """Before, the grouping fell back to string equality with no trace: maj@k changed silently."""
+    with caplog.at_level(logging.WARNING, logger="trl_grpo_ext.evaluation.equivalence"):
+        classes, ungrouped = answer_classes(["a", "b", "a", "c"], ["a", "b", "a", "c"], Broken())
+    assert classes == [0, 1, 0, 2] and ungrouped == 3  # pairs (b, a), (c, a), (c, b)
+    assert "Broken gave no verdict on 3 of 3 answer pairs (verify_batch raised RuntimeError: worker pool died)" in (
+        caplog.text
+    )
+
+
+def test_pairs_with_an_internal_error_are_not_merged_and_are_counted(caplog):
+    with caplog.at_level(logging.WARNING, logger="trl_grpo_ext.evaluation.equivalence"):
+        classes, ungrouped = answer_classes(["a", "b", "c"], ["a", "b", "c"], HalfEquivalent())
+    assert classes == [0, 0, 0] and ungrouped == 1  # (c, b) has no verdict; (c, a) merges c into a's class
+    assert "no verdict on 1 of 3 answer pairs (internal_error: RuntimeError: the pool broke)" in caplog.text
+
+
+class BreaksWhenGrouping(ExactAnswer):
+    """Scores against the row's reference ("0"), raises when asked with another answer as the reference."""
+
+    def verify_batch(self, completions, references):
+        if set(references) != {"0"}:
+            raise RuntimeError("worker pool died")
+        return super().verify_batch(completions, references)
+
+
+def test_ungrouped_pairs_reach_the_prompt_results_the_summary_and_the_training_metrics():
+    rows = [{"prompt": "q0", "answer": "0"}]
+    verifiers = [EvalVerifier("b", BreaksWhenGrouping(), "answer")]
+    results = evaluate_prompts(rows, [0], lambda i, p, n, g: ["0", "1", "2"], verifiers, 3, [3])
+    assert results[0].ungrouped == 3 and results[0].to_json()["ungrouped"] == 3
+    assert summarize(results, [3])["ungrouped_answer_pairs"] == 3
+    figures = grouped_figures([False] * 4, ["a", "b", "a", "a"], ["a", "b", "a", "a"], 2, [2], Broken())
+    assert figures["maj_ungrouped"] == [1.0, 0.0]
+    assert group_answers(["a", "a"], ["a", "a"], Broken()) == [0, 0]  # equal strings need no verdict
 
 
 @pytest.mark.parametrize("chunk", [1, 2, 3])

@@ -4,11 +4,19 @@ normalisers re-implemented in `_aggregate_like_loss_type` against stock's own lo
 supported version range, which fails construction outside it.
 
 A TRL or transformers upgrade that breaks one of these fails here, by name, before it can corrupt a run.
+
+The list of what is checked is read from the package's source (tests/support/package_uses.py): every name imported
+from TRL, transformers or latex2sympy2_extended, and every attribute our subclasses of their classes use without
+defining it, so that a new use is tested as soon as it is written. The explicit checks below stay: they check
+signatures, return values and behaviour that a name alone does not.
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import functools
+import importlib
 import inspect
 import logging
 import re
@@ -21,6 +29,7 @@ import transformers
 import trl
 import trl.models.utils
 import trl.trainer.grpo_trainer as stock_module
+from package_uses import Use, inherited, names
 from stock_trl import build_stock_trainer, loss_inputs, stock_loss
 from transformers import Trainer
 from transformers.trainer_callback import ExportableState, TrainerState
@@ -93,6 +102,131 @@ def test_constructing_the_trainer_checks_the_versions(monkeypatch, tiny_model_di
     monkeypatch.setattr(compat, "installed_versions", lambda: {"trl": "1.18.0", "transformers": "5.24.0"})
     with pytest.raises(RuntimeError, match=r"trl 1\.18\.0 is installed, the supported range is trl>=1\.16\.0,<1\.17"):
         GRPOExtTrainer(model=tiny_model_dir, reward_funcs=[])
+
+
+# --- every use, read from the source ---
+
+
+def resolve(qualified: str) -> object:
+    """The module or object a dotted name stands for (`trl.GRPOTrainer`, `trl.trainer.grpo_trainer`)."""
+    parts = qualified.split(".")
+    for split in range(len(parts), 0, -1):
+        try:
+            found = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        for part in parts[split:]:
+            found = getattr(found, part)
+        return found
+    raise ImportError(qualified)
+
+
+@functools.cache
+def assigned_on_self(cls: type) -> frozenset[str]:
+    """Every `self.<name>` the classes of `cls`'s method resolution order assign in their source."""
+    assigned = set()
+    for klass in cls.__mro__:
+        try:
+            tree = ast.parse(inspect.getsource(klass))
+        except (OSError, TypeError):  # builtins, classes without source
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                if isinstance(node.value, ast.Name) and node.value.id == "self":
+                    assigned.add(node.attr)
+    return frozenset(assigned)
+
+
+def has_attribute(cls: type, name: str) -> bool:
+    """A method, class attribute, property or dataclass field of `cls`, or an attribute its code assigns on self."""
+    fields = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
+    return hasattr(cls, name) or name in fields or name in assigned_on_self(cls)
+
+
+def check_call(function, use: Use, bound_to_instance: bool) -> None:
+    """The call as written binds to the signature (positional count and keyword names; `*`/`**` leave it open)."""
+    signature = inspect.signature(function)
+    arguments = ([None] if bound_to_instance else []) + [None] * use.call.positional
+    keywords = dict.fromkeys(use.call.keywords)
+    bind = signature.bind_partial if use.call.open_ended else signature.bind
+    try:
+        bind(*arguments, **keywords)
+    except TypeError as error:
+        raise AssertionError(
+            f"{use.where}: {use.owner}.{use.name}{signature} cannot take this call: {error}"
+        ) from None
+
+
+def by_name(uses: tuple[Use, ...]) -> dict[str, list[Use]]:
+    grouped: dict[str, list[Use]] = {}
+    for use in uses:
+        grouped.setdefault(f"{use.owner}.{use.name}" if use.name else use.owner, []).append(use)
+    return grouped
+
+
+LIBRARY_NAMES = by_name(names())
+INHERITED = by_name(inherited())
+
+
+@pytest.mark.parametrize("qualified", sorted(LIBRARY_NAMES))
+def test_each_library_name_the_package_imports_exists(qualified):
+    """`from trl.x import y`, `import trl.x as m` then `m.y`: each exists in the installed versions."""
+    try:
+        resolve(qualified)
+    except (ImportError, AttributeError) as error:
+        places = ", ".join(use.where for use in LIBRARY_NAMES[qualified])
+        raise AssertionError(f"{qualified} (used at {places}) is gone: {error}") from None
+
+
+def check_inherited(uses: list[Use]) -> None:
+    cls, name = resolve(uses[0].owner), uses[0].name
+    assert has_attribute(cls, name), f"{uses[0].owner}.{name} (used at {', '.join(u.where for u in uses)}) is gone"
+    for use in uses:
+        if use.through_super:
+            assert callable(getattr(cls, name, None)), f"{use.where}: super().{name} is not a method of {use.owner}"
+        if use.call is not None and callable(getattr(cls, name, None)):
+            static = isinstance(inspect.getattr_static(cls, name), (staticmethod, classmethod))
+            check_call(getattr(cls, name), use, bound_to_instance=not static)
+
+
+@pytest.mark.parametrize("qualified", sorted(INHERITED))
+def test_each_inherited_attribute_the_package_uses_exists(qualified):
+    """`self.x` (and `super().x`, `self.args.x`, `trainer.x`) that our subclasses do not define come from the
+    library class: each exists there, and each call binds to its signature."""
+    check_inherited(INHERITED[qualified])
+
+
+def test_the_scan_finds_the_uses_it_is_for():
+    """The scan sees through the mixin, `super()`, `self.args` and a `trainer` parameter, and leaves out what our
+    classes define themselves."""
+    trainer = {use.name for use in inherited() if use.owner == "trl.GRPOTrainer"}
+    assert {"_log_completion_extra", "log", "_tokenizer", "shuffle_dataset", "_metrics", "_logs"} <= trainer
+    assert {"beta", "_get_per_token_logps_and_entropies", "_load_callback_state", "_environment_pool"} <= trainer
+    assert not {"_prompt_stream", "_kl_window", "_reward_overlap", "_advantages", "_overlapping_rewards"} & trainer
+    config = {use.name for use in inherited() if use.owner == "trl.GRPOConfig"}
+    assert {"beta", "steps_per_generation", "gradient_checkpointing_kwargs", "bf16", "__post_init__"} <= config
+    assert not {"kl_estimator", "dynamic_sampling", "uses_stock_kl"} & config
+    converter = {use.name for use in inherited() if use.owner.endswith("._Latex2Sympy")}
+    assert {"create_parser", "parse_number", "parse"} <= converter
+    assert {
+        "trl.trainer.grpo_trainer.create_model_from_path",
+        "trl.models.utils.disable_gradient_checkpointing",
+    } <= set(LIBRARY_NAMES)
+    assert "latex2sympy2_extended.latex2sympy2._Latex2Sympy" in LIBRARY_NAMES
+
+
+def test_a_missing_inherited_attribute_fails_naming_where_it_is_used():
+    use = Use("trl.GRPOTrainer", "_gone_in_a_later_release", "trl_grpo_ext/trainer.py:1")
+    with pytest.raises(AssertionError, match=r"_gone_in_a_later_release \(used at trl_grpo_ext/trainer.py:1\)"):
+        check_inherited([use])
+
+
+def test_a_call_that_no_longer_binds_fails():
+    from package_uses import Call
+
+    use = Use("trl.GRPOTrainer", "_generate", "here:1", Call(2, (), False))
+    with pytest.raises(AssertionError, match="cannot take this call"):
+        check_call(GRPOTrainer._generate, use, bound_to_instance=True)
 
 
 # --- names and signatures ---

@@ -17,7 +17,7 @@ from typing import Any
 
 from trl_grpo_ext.verifiers import VerificationResult
 
-from .equivalence import group_answers, is_full_marks
+from .equivalence import answer_classes, is_full_marks
 from .estimators import check_k, maj_at_k, pass_at_k, vote
 from .intervals import bootstrap_mean_ci
 
@@ -48,6 +48,7 @@ class PromptResult:
     majority_correct: float
     greedy_correct: bool | None = None
     answers: list[str | None] = field(default_factory=list)
+    ungrouped: int = 0  # pairs of distinct answers maj@k's grouping got no verdict on (equivalence.answer_classes)
 
     def to_json(self) -> dict:
         row = asdict(self)
@@ -122,7 +123,7 @@ def sample_figures(
 ) -> dict[str, Any]:
     """pass@k and maj@k of one prompt's samples, and its majority answer with the vote's credit."""
     n = len(completions)
-    classes = group_answers(completions, extracted, verifier)
+    classes, ungrouped = answer_classes(completions, extracted, verifier)
     correct_classes = {c for c, ok in zip(classes, correct) if c is not None and ok}
     winner, credit = vote(classes, correct_classes)
     return {
@@ -130,6 +131,7 @@ def sample_figures(
         "maj_at": {k: maj_at_k(classes, correct_classes, k) for k in ks},
         "majority_answer": None if winner is None else extracted[classes.index(winner)],
         "majority_correct": credit,
+        "ungrouped": ungrouped,
     }
 
 
@@ -185,6 +187,7 @@ def summarize(results: Sequence[PromptResult], ks: Sequence[int], seed: int = 0)
     summary["n_prompts"] = len(results)
     summary["n_samples"] = results[0].n if results else 0
     summary["unscored_samples"] = sum(r.unscored for r in results)
+    summary["ungrouped_answer_pairs"] = sum(r.ungrouped for r in results)
     summary["interval"] = f"95% percentile bootstrap over prompts, seed {seed}"
     return summary
 
@@ -197,15 +200,18 @@ def grouped_figures(
     ks: Sequence[int],
     verifier: Any,
 ) -> dict[str, list[float]]:
-    """{"pass@k": [one value per group], ..., "maj@k": [...]} for samples laid out as consecutive groups of
-    `group_size` completions of one prompt (GRPOTrainer's layout)."""
+    """{"pass@k": [one value per group], ..., "maj@k": [...], "maj_ungrouped": [...]} for samples laid out as
+    consecutive groups of `group_size` completions of one prompt (GRPOTrainer's layout); `maj_ungrouped` is the number
+    of answer pairs of the group the verifier gave no verdict on (`equivalence.answer_classes`)."""
     if len(correct) % group_size:
         raise ValueError(f"{len(correct)} samples do not split into groups of {group_size}.")
     out: dict[str, list[float]] = {f"{kind}@{k}": [] for kind in ("pass", "maj") for k in ks}
+    out["maj_ungrouped"] = []
     for start in range(0, len(correct), group_size):
         group = slice(start, start + group_size)
         figures = sample_figures(completions[group], extracted[group], correct[group], verifier, ks)
         for k in ks:
             out[f"pass@{k}"].append(figures["pass_at"][k])
             out[f"maj@{k}"].append(figures["maj_at"][k])
+        out["maj_ungrouped"].append(float(figures["ungrouped"]))
     return out

@@ -94,7 +94,12 @@ def summary_table(summary: dict) -> str:
             lines.append(f"| {key} | {stat['mean']:.4f} | {interval} |")
     lines.append(
         f"\n{summary['n_prompts']} prompts x {summary['n_samples']} samples; {summary['interval']}; "
-        f"{summary['unscored_samples']} samples without a verdict (counted as not correct)."
+        f"{summary['unscored_samples']} samples without a verdict (counted as not correct)"
+        + (
+            f"; {summary['ungrouped_answer_pairs']} answer pairs maj@k got no verdict on (they vote apart)."
+            if summary.get("ungrouped_answer_pairs")
+            else "."
+        )
     )
     return "\n".join(lines)
 

@@ -26,6 +26,9 @@ from ..verifiers.sandbox.pool import SandboxError, SandboxPool
 from ..verifiers.sandbox.process import START_TIMEOUT_S, SandboxProcess
 from .config import PythonToolConfig
 
+# How much of an exception's message a tool result quotes (the model reads it: a hint, not a traceback).
+QUOTED_ERROR_CHARS = 200
+
 CELL_SOURCE = (Path(__file__).resolve().parent / "cell.py").read_text()
 MAX_CODE_CHARS = 1 << 20  # a cell longer than this is refused (what a completion can hold, many times over)
 REPLY_SLACK_BYTES = 1 << 16
@@ -140,7 +143,7 @@ class Interpreter:
         try:
             reply = self._read(self.sandbox, self.reader, deadline)
         except (OSError, ProtocolError) as exc:
-            return self._end(f"the interpreter sent an unreadable reply ({str(exc)[:100]})")
+            return self._end(f"the interpreter sent an unreadable reply ({str(exc)[:QUOTED_ERROR_CHARS]})")
         if reply is None:
             if time.monotonic() >= deadline:
                 return self._end(f"the call took longer than {self.config.timeout_s:g} s and was stopped")

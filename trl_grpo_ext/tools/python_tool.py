@@ -13,7 +13,7 @@ import threading
 import time
 
 from .config import PythonToolConfig
-from .interpreter import MAX_CODE_CHARS, Interpreter, MachineryError
+from .interpreter import MAX_CODE_CHARS, QUOTED_ERROR_CHARS, Interpreter, MachineryError
 from .metrics import TOOL_STATS
 
 logger = logging.getLogger("trl_grpo_ext.tools")
@@ -88,7 +88,7 @@ def call(interpreter: Interpreter, code, config: PythonToolConfig) -> str:
     except MachineryError as exc:
         failed, why = True, str(exc)
         logger.warning("python tool: the sandbox failed twice on one call: %s", exc)
-        text = f"{TOOL_ERROR_PREFIX}the tool failed to run the code (not the code's fault): {str(exc)[:200]}"
+        text = f"{TOOL_ERROR_PREFIX}the tool failed to run the code (not the code's fault): {str(exc)[:QUOTED_ERROR_CHARS]}"
     except Exception as exc:  # a bug of the tool itself: counted, shown as a tool error, never raised into TRL
         failed, why = True, f"{type(exc).__name__}: {exc}"
         logger.exception("python tool: unexpected failure")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..core.contract import QUOTED_CHARS
 from .standalone.protocol import ProtocolError, encode
 
 FUNCTION_NAME_KEYS = ("fn_name", "func_name")
@@ -91,7 +92,9 @@ def _case(stdin: Any, stdout: Any) -> tuple[str, str]:
         "\n".join(v) if isinstance(v, list) and all(isinstance(x, str) for x in v) else v for v in (stdin, stdout)
     )
     if not _text(stdin) or not _text(stdout):
-        raise ValueError(f"a stdin/stdout case needs string 'input' and 'output', got {stdin!r:.60} / {stdout!r:.60}")
+        raise ValueError(
+            f"a stdin/stdout case needs string 'input' and 'output', got {stdin!r:.{QUOTED_CHARS}} / {stdout!r:.{QUOTED_CHARS}}"
+        )
     return stdin, stdout
 
 
@@ -109,7 +112,9 @@ def _text(value: Any) -> bool:
 def _call_cases(name: Any, inputs: list, outputs: list) -> dict:
     """APPS/TACO rows: each input is the list of arguments. Inputs written as text are LiveCodeBench's encoding."""
     if not isinstance(name, str) or not name.isidentifier():
-        raise ValueError(f"call-based cases need a function name that is an identifier, got fn_name={name!r:.60}")
+        raise ValueError(
+            f"call-based cases need a function name that is an identifier, got fn_name={name!r:.{QUOTED_CHARS}}"
+        )
     if all(isinstance(i, str) for i in inputs) and all(isinstance(o, str) for o in outputs):
         return _job(name, [(_json_lines(i), _json(o)) for i, o in zip(inputs, outputs)], "exact")
     if not all(isinstance(i, (list, tuple)) for i in inputs):
@@ -149,7 +154,7 @@ def _json(text: str):
     try:
         return json.loads(text)
     except ValueError as exc:
-        raise ValueError(f"a call-based case is not JSON ({exc}): {text!r:.60}") from None
+        raise ValueError(f"a call-based case is not JSON ({exc}): {text!r:.{QUOTED_CHARS}}") from None
 
 
 def _job(name: str, cases: list, compare: str) -> dict:

@@ -31,6 +31,9 @@ from .clock import CandidateClock
 from .standalone import SCRIPT_FLAGS, STANDALONE_DIR
 from .standalone.protocol import MAX_TEST_NOTE_BYTES, TEST_KEY_FIELDS, LineReader, ProtocolError, write_message
 
+# How much of a wrong stdout a failure's detail shows.
+SHOWN_OUTPUT_CHARS = 200
+
 # The judge and the sandbox tear down in a few milliseconds once the candidate is killed.
 TEARDOWN_S = 2.0
 # The judge runs the dataset's test code: its own limits, per verification (values in docs/code_verifier.md).
@@ -322,7 +325,7 @@ def run_stdio_case(
     except Exception as exc:  # comparing two strings raises nothing but by a bug of ours, on this output
         return Outcome(0, 1, f"{JUDGE_ERROR}: comparing the output: {type(exc).__name__}: {exc}")
     if not matched:
-        return Outcome(0, 1, None, failures=[{"error": "wrong output", "output": actual[:200]}])
+        return Outcome(0, 1, None, failures=[{"error": "wrong output", "output": actual[:SHOWN_OUTPUT_CHARS]}])
     return Outcome(1, 1)
 
 

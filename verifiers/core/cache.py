@@ -12,7 +12,10 @@ so that a cache is never read by a verifier that would decide differently. It is
 (overlapped rewards, AsyncGRPOTrainer's threads) share it.
 
 What a verifier may store is its decision on the content, never a failure of the machinery (a worker that crashed,
-stalled or could not start: a retry may succeed) nor a timeout (see `CACHEABLE_HINT`).
+stalled or could not start: a retry may succeed) nor a timeout. A timeout is not cached because the deadline is CPU
+time, the same on an idle or a loaded machine, but the same computation can still take more CPU time under load (a
+busy SMT sibling, cache misses, the kernel's 10 ms ticks) and an item just over its budget may fit it on the next
+try: caching one such verdict would make it permanent.
 """
 
 from __future__ import annotations
@@ -33,10 +36,6 @@ ENTRY_OVERHEAD_BYTES = 240
 # A verifier option: the bound in MiB (0: no cache). 64 MiB holds about 64,000 verdicts of the public math pairs' size
 # (1 kB each by `estimate_bytes`; 650 bytes measured with tracemalloc: the estimate errs high).
 DEFAULT_CACHE_MB = 64
-# Why a timeout is not cached: the deadline is CPU time, the same on an idle or a loaded machine, but the same
-# computation can still take more CPU time under load (a busy SMT sibling, cache misses, the kernel's 10 ms ticks)
-# and an item just over its budget may fit it on the next try. Caching one such verdict would make it permanent.
-CACHEABLE_HINT = "decisions only: no timeout, no failure of the machinery"
 
 
 def check_cache_mb(verifier: str, value: Any) -> float:

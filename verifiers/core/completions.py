@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .contract import QUOTED_CHARS
+
 
 def completion_text(completion: Any) -> str:
     """Plain text of a completion: a string as is; a conversation (a message dict, or a list of them): the content of
@@ -18,7 +20,7 @@ def completion_text(completion: Any) -> str:
     if not isinstance(messages, (list, tuple)) or not messages or not all(map(_is_message, messages)):
         raise TypeError(
             "a completion must be a string or a conversation (a list of {'role': ..., 'content': ...} messages), "
-            f"got {type(completion).__name__} {completion!r:.60}"
+            f"got {type(completion).__name__} {completion!r:.{QUOTED_CHARS}}"
         )
     assistant = [m for m in messages if m.get("role", "assistant") == "assistant"]
     return _content_text((assistant or messages)[-1].get("content"))
@@ -43,5 +45,5 @@ def _content_text(content: Any) -> str:
         if all(isinstance(text, str) for text in texts):
             return "".join(texts)
     raise TypeError(
-        f"message content must be text or a list of text parts, got {type(content).__name__} {content!r:.60}"
+        f"message content must be text or a list of text parts, got {type(content).__name__} {content!r:.{QUOTED_CHARS}}"
     )

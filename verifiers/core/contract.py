@@ -25,6 +25,8 @@ logger = logging.getLogger("trl_grpo_ext.verifiers")
 
 INTERNAL_ERROR = "internal_error"  # reason prefix of a verifier's own failure
 COMPARISON_ERROR = "comparison_error"  # reason prefix of an exception while checking one particular answer
+# How much of a value (its repr: a completion, a result, a parser's message) a reason or an error message quotes.
+QUOTED_CHARS = 80
 
 
 @dataclass(frozen=True)
@@ -137,7 +139,9 @@ class FunctionVerifier(Verifier):
             return VerificationResult(None, "unusable_reference")
         if isinstance(out, numbers.Real) and math.isfinite(out):
             return VerificationResult(float(out), "scored")
-        return internal_error(f"{self.name} returned {out!r:.80}; expected a finite float, None or VerificationResult")
+        return internal_error(
+            f"{self.name} returned {out!r:.{QUOTED_CHARS}}; expected a finite float, None or VerificationResult"
+        )
 
 
 def check_options(obj: Callable[..., Any], name: str, options: dict[str, Any], leading: int = 0) -> None:

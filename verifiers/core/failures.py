@@ -10,6 +10,10 @@ from typing import Any
 
 from .contract import VerificationResult
 
+# How much of an answer, a reference or a reason the warnings show, and of an exception's message.
+LOGGED_CHARS = 300
+LOGGED_ERROR_CHARS = 500
+
 logger = logging.getLogger("trl_grpo_ext.verifiers.reward")  # the reward adapter's logger: its warnings
 
 # Reasons of a 0 that is not a verdict on the answer but an exception while checking it (a bug the answer triggers).
@@ -43,14 +47,14 @@ def warn_check_errors(name: str, results: list[VerificationResult], references: 
         len(failed),
         len(results),
         _summary(Counter(r.reason for r, _ in failed)),
-        f"{first.extracted!r:.300}" if first.extracted is not None else "(none extracted)",
-        f"{reference!r:.300}",
-        f", error {error!r:.500}" if error else "",
+        f"{first.extracted!r:.{LOGGED_CHARS}}" if first.extracted is not None else "(none extracted)",
+        f"{reference!r:.{LOGGED_CHARS}}",
+        f", error {error!r:.{LOGGED_ERROR_CHARS}}" if error else "",
     )
 
 
 def _summary(reasons: Counter, most: int = 3) -> str:
-    shown = [f"{reason[:300]!r} x{count}" for reason, count in reasons.most_common(most)]
+    shown = [f"{reason[:LOGGED_CHARS]!r} x{count}" for reason, count in reasons.most_common(most)]
     if len(reasons) > most:
         shown.append(f"and {len(reasons) - most} other reasons")
     return "; ".join(shown)

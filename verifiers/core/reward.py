@@ -29,7 +29,7 @@ from typing import Any
 
 from .cache import batch_metrics
 from .completions import completion_text
-from .contract import VerificationResult, internal_error, is_missing
+from .contract import QUOTED_CHARS, VerificationResult, internal_error, is_missing
 from .failures import FailureWatch, warn_check_errors, warn_internal_errors
 from .registry import get_verifier
 
@@ -338,7 +338,7 @@ def _score(
             )
             if not isinstance(scored, Sequence) or len(scored) != len(asked):
                 raise TypeError(
-                    f"verify_batch returned {type(scored).__name__} {scored!r:.80}, not {len(asked)} results"
+                    f"verify_batch returned {type(scored).__name__} {scored!r:.{QUOTED_CHARS}}, not {len(asked)} results"
                 )
         except Exception as exc:  # a verifier never raises into the trainer
             scored = [internal_error(exc)] * len(asked)
@@ -366,12 +366,14 @@ def _checked(result: Any) -> VerificationResult:
     """The result as the contract says: a VerificationResult, score None or finite, None on an internal error."""
     if not isinstance(result, VerificationResult):
         return internal_error(
-            f"verify_batch returned {type(result).__name__} {result!r:.80}, not a VerificationResult"
+            f"verify_batch returned {type(result).__name__} {result!r:.{QUOTED_CHARS}}, not a VerificationResult"
         )
     if not isinstance(result.reason, str) or not result.reason:
-        result = dataclasses.replace(result, reason=f"unlabelled: {result.reason!r:.40}")
+        result = dataclasses.replace(result, reason=f"unlabelled: {result.reason!r:.{QUOTED_CHARS}}")
     if result.is_internal_error:
         return result if result.score is None else dataclasses.replace(result, score=None)
     if result.score is not None and not (isinstance(result.score, numbers.Real) and math.isfinite(result.score)):
-        return internal_error(f"score {result.score!r:.40} is not a finite number (reason {result.reason!r:.80})")
+        return internal_error(
+            f"score {result.score!r:.{QUOTED_CHARS}} is not a finite number (reason {result.reason!r:.{QUOTED_CHARS}})"
+        )
     return result if result.score is None else dataclasses.replace(result, score=float(result.score))

@@ -23,6 +23,7 @@ from .prose import (
     ANCHORS,
     CHECK_SENTENCE,
     FINAL_LABEL,
+    FINAL_LABEL_WINDOW,
     HEDGE,
     HEDGE_WORDS,
     QUALIFIER_AFTER,
@@ -115,7 +116,9 @@ def boxed_answer(text: str, trusted: bool = False) -> Extraction | None:
     if len(runs) > 1 and len({", ".join(run) for run in runs}) > 1 and not trusted:
         previous_end = boxes[len(boxes) - len(runs[-1]) - 1][1]
         gap = text[previous_end:first_of_run]
-        settled = FINAL_LABEL.search(gap[-60:]) or (RETRACTION.search(gap) and not HEDGE_WORDS.search(gap))
+        settled = FINAL_LABEL.search(gap[-FINAL_LABEL_WINDOW:]) or (
+            RETRACTION.search(gap) and not HEDGE_WORDS.search(gap)
+        )
         if settled:  # "**Final Answer:** \\boxed{94}", "Wait, I made an error ... \\boxed{7}"
             joined = ", ".join(runs[-1])
             return _unless_qualified(text, first_of_run, boxes[-1][1], joined, trusted)

@@ -12,7 +12,17 @@ import re
 from collections.abc import Iterator
 
 from .boxes import find_boxes
-from .prose import ANCHORS, CLAUSE_BREAK, FINAL_LABEL, HEDGE, NEGATION, RETRACTION, affirmed, through_sentences
+from .prose import (
+    ANCHORS,
+    CLAUSE_BREAK,
+    FINAL_LABEL,
+    FINAL_LABEL_WINDOW,
+    HEDGE,
+    NEGATION,
+    RETRACTION,
+    affirmed,
+    through_sentences,
+)
 
 # A choice letter standing alone: not part of a word, a command or a formula ("E*2", "x+B").
 LETTER_TOKEN = re.compile(r"(?<![A-Za-z\\*^/+=_-])([A-Z])(?=$|[\s.,;:!?)]|[^\x00-\x7f])")
@@ -36,7 +46,9 @@ def letter_answer(text: str, letters: str) -> str | None:
         last_box_letters = {m.group(1) for m in _letter_tokens(boxes[-1][2], letters)}
         if len(boxed) > 1:
             gap = plain[boxes[-2][1] : boxes[-1][0]] if len(boxes) > 1 else ""
-            settled = FINAL_LABEL.search(gap[-60:]) or (RETRACTION.search(gap) and not DOUBT_WORDS.search(gap))
+            settled = FINAL_LABEL.search(gap[-FINAL_LABEL_WINDOW:]) or (
+                RETRACTION.search(gap) and not DOUBT_WORDS.search(gap)
+            )
             if not settled or len(last_box_letters) > 1:
                 return HEDGE  # "**Final Answer:** \\boxed{B}" or a correction settles it; otherwise a hedge
         return _unless_doubted_after(plain, boxes[-1][1], letters, last.group(1)) if last else None

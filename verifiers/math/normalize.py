@@ -316,10 +316,6 @@ def plain_number(text: str) -> Fraction | None:
     return sign * (whole + Fraction(num, den))
 
 
-def is_integer_text(text: str) -> bool:
-    return re.fullmatch(r"[+-]?\d+", text.replace(" ", "")) is not None
-
-
 def as_word(text: str) -> str | None:
     """The answer as plain words ("odd", "Evelyn", "E") when it is nothing but letters and spaces, else None."""
     stripped = text.strip()

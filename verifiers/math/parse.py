@@ -7,6 +7,7 @@ factorials too large to evaluate are refused before sympy sees them.
 from __future__ import annotations
 
 import functools
+import logging
 import re
 
 import sympy
@@ -17,8 +18,11 @@ from latex2sympy2_extended import NormalizationConfig, latex2sympy
 from latex2sympy2_extended.latex2sympy2 import normalize_latex
 from sympy import MatrixBase
 
+from ..core.contract import QUOTED_CHARS
 from .normalize import plain_number
 from .prediction import CertainPredictions
+
+logger = logging.getLogger("trl_grpo_ext.verifiers.math")
 
 MAX_EXPONENT = 10_000
 MAX_MATRIX_POWER = 100
@@ -47,7 +51,9 @@ def parse_leaf(latex: str) -> sympy.Basic:
     except Exception as exc:
         if not is_invalid_latex(exc):  # a bug (the parser's, sympy's, ours) on this input: comparison_error
             raise
-        raise UnparseableError(f"cannot parse {latex!r}: {(str(exc).splitlines() or [''])[0][:80]}") from None
+        raise UnparseableError(
+            f"cannot parse {latex!r}: {(str(exc).splitlines() or [''])[0][:QUOTED_CHARS]}"
+        ) from None
     if double_factorials and isinstance(expr, sympy.Basic):
         expr = expr.xreplace(double_factorials)
     guard_size(expr)
@@ -116,13 +122,41 @@ def _double_factorials(latex: str) -> tuple[str, dict]:
     return latex, replacements
 
 
-try:  # the library's converter class is not public API: a release without it gets the public entry point
-    from latex2sympy2_extended.latex2sympy2 import PSLexer, PSParser, _Latex2Sympy
-except ImportError:
-    _Latex2Sympy = object
-    CERTAIN = None
+# The converter class of latex2sympy2_extended is not public API: these are the versions it was tested with
+# (tests/verifiers/math/test_latex2sympy_contract.py, the dependency in pyproject.toml), and the methods of it that
+# `_Converter` overrides or calls. A release without them gets the public entry point, with a warning.
+LATEX2SYMPY_VERSIONS = ">=1.10,<2"
+CONVERTER_METHODS = ("create_parser", "parse_number", "parse")
+
+
+def _private_converter() -> tuple[type, type, type] | str:
+    """(converter class, parser, lexer) of latex2sympy2_extended, or why they cannot be used."""
+    try:
+        from latex2sympy2_extended.latex2sympy2 import PSLexer, PSParser, _Latex2Sympy
+    except ImportError as exc:
+        return f"{type(exc).__name__}: {exc}"
+    missing = [name for name in CONVERTER_METHODS if not callable(getattr(_Latex2Sympy, name, None))]
+    if missing:
+        return f"its converter class has no {', '.join(missing)}"
+    return _Latex2Sympy, PSParser, PSLexer
+
+
+_private = _private_converter()
+if isinstance(_private, str):
+    _Latex2Sympy, CERTAIN, FALLBACK_REASON = object, None, _private
 else:
-    CERTAIN = CertainPredictions(PSParser, PSLexer)
+    _Latex2Sympy, CERTAIN, FALLBACK_REASON = _private[0], CertainPredictions(*_private[1:]), None
+
+
+@functools.cache
+def _warn_fallback() -> None:
+    """Once per process: the parser's private API is missing, so parsing is slower (same results)."""
+    logger.warning(
+        "latex2sympy2_extended's private converter cannot be used (%s; tested with latex2sympy2_extended%s): "
+        "answers are parsed through its public latex2sympy(), with the same results and without the speed-ups.",
+        FALLBACK_REASON,
+        LATEX2SYMPY_VERSIONS,
+    )
 
 
 class _Converter(_Latex2Sympy):
@@ -160,7 +194,8 @@ class _Converter(_Latex2Sympy):
 
 def latex_to_sympy(latex: str) -> object:
     """What `latex2sympy(latex, normalization_config=PARSE_CONFIG)` returns, parsed SLL first and LL only if needed."""
-    if _Latex2Sympy is object:
+    if FALLBACK_REASON is not None:
+        _warn_fallback()
         return latex2sympy(latex, normalization_config=PARSE_CONFIG)
     text = normalize_latex(latex, PARSE_CONFIG)
     try:

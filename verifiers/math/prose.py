@@ -50,6 +50,8 @@ RETRACTION = re.compile(
 )
 # An explicit label of the final answer ("**Final Answer:**", "the answer is", "####") right before a box.
 FINAL_LABEL = re.compile(r"final answer|the answer is|answer:|####", re.IGNORECASE)
+# How far before the last box a final-answer label still settles a hedge of boxes ("**Final Answer:** \\boxed{B}").
+FINAL_LABEL_WINDOW = 60
 # Text that ends in the middle of a sentence: a letter, a comma, an operator or an opening bracket.
 CUT_OFF_END = re.compile(r"[A-Za-z,;:(\[{+\-*/=^_\\]\s*$")
 # Numbers that come before the last one as items of one list: "1, 2, 3 and 4", "1, 2, ..., 57".

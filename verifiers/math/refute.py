@@ -26,6 +26,8 @@ import random
 
 import mpmath
 import sympy
+from mpmath.libmp import NoConvergence
+from sympy.polys.polyerrors import BasePolynomialError
 
 INTEGERS = [0, 1, -1, 2, -2, 3, -3, 5, -7, 12, -100, 1000, -4096, 10**6, -(10**6)]
 HALF_INTEGERS = [0.5, -0.5, 1.5, -2.5, 7.5, -99.5, 1000.5]
@@ -42,6 +44,12 @@ JUMPS = (sympy.sign, sympy.floor, sympy.ceiling, sympy.frac, sympy.Mod, sympy.He
 NONSMOOTH = CONTINUOUS_KINKS + JUMPS
 SEPARATION = 1e-8  # breakpoints closer than this (times max(1, |breakpoint|)) leave a cell the side points may miss
 UNPROVEN_NONSMOOTH = "unproven_nonsmooth"  # the reason of a verdict "not equal" for want of a symbolic proof
+# What sympy's polynomial tools raise for an argument that is not a polynomial they handle: not a polynomial in the
+# variable (PolynomialError), coefficients outside a numerical domain (DomainError), roots it cannot isolate or sort
+# (NotImplementedError, "sorted roots not supported over EX"), no convergence of the root finder (NoConvergence).
+# Anything else is a bug: it escapes to the verifier, which reports it as a comparison_error (counted, logged), rather
+# than silently dropping refuting points.
+NOT_A_POLYNOMIAL = (BasePolynomialError, NotImplementedError, NoConvergence)
 
 
 def _dyadic(value: float) -> mpmath.mpf:
@@ -122,7 +130,7 @@ def _breakpoints_sampled(arguments: list[sympy.Expr], symbol: sympy.Symbol) -> b
         if squarefree.degree() > 2 * MAX_BREAKPOINTS:
             return False
         roots = [float(r.evalf(30)) for r in squarefree.real_roots()]
-    except Exception:  # not a polynomial with rational coefficients, or sympy cannot isolate its roots
+    except NOT_A_POLYNOMIAL:  # not a polynomial with rational coefficients, or sympy cannot isolate its roots
         return False
     if len(roots) > MAX_BREAKPOINTS:
         return False
@@ -177,7 +185,7 @@ def _real_roots(expr: sympy.Expr, symbol: sympy.Symbol) -> list[float]:
         if poly.degree() < 1 or poly.degree() > MAX_DEGREE:
             return []
         roots = poly.nroots(n=30, maxsteps=60)
-    except Exception:  # not a polynomial in `symbol`, or no convergence: no breakpoints from this argument
+    except NOT_A_POLYNOMIAL:  # not a polynomial in `symbol`, or no convergence: no breakpoints from this argument
         return []
     return [float(sympy.re(r)) for r in roots if abs(sympy.im(r)) < 1e-12]
 

@@ -190,6 +190,13 @@ def _chain_interval(rel: Relation) -> Interval | None:
     return None
 
 
+# What sympy's set operations raise when they cannot decide: a comparison of ends whose order is unknown (TypeError,
+# "cannot determine truth value of Relational"), an invalid set (ValueError), an operation it does not implement
+# (NotImplementedError). Anything else is a bug: it escapes to the verifier, which reports it as a comparison_error
+# (counted, logged), never a silent "not equal".
+SET_FAILURES = (TypeError, ValueError, NotImplementedError)
+
+
 def same_real_set(a: object, b: object) -> bool:
     """Whether two unions of intervals describe the same set of reals (their ends compared exactly)."""
     set_a, set_b = _to_sympy_set(a), _to_sympy_set(b)
@@ -197,7 +204,7 @@ def same_real_set(a: object, b: object) -> bool:
         return False
     try:
         return bool(sympy.simplify(set_a.symmetric_difference(set_b)) == sympy.S.EmptySet)
-    except Exception:  # sympy raises many types on exotic sets: not shown equal
+    except SET_FAILURES:  # sympy's "cannot decide" on ends it cannot order or sets it cannot reduce: not shown equal
         return False
 
 

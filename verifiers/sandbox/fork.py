@@ -35,7 +35,7 @@ from ..core.zygote_client import ZygoteClient
 from . import stages
 from .cgroups import CgroupTree, CgroupUnavailable
 from .isolation import INSIDE_DIR, Isolation, bwrap_command, candidate_site_packages, open_sandbox_files
-from .process import START_TIMEOUT_S, Limits, SandboxError, SandboxProcess
+from .process import SAID_CHARS, START_TIMEOUT_S, Limits, SandboxError, SandboxProcess
 from .uids import UIDS
 
 logger = logging.getLogger("trl_grpo_ext.verifiers")
@@ -99,7 +99,7 @@ class ForkServer(ZygoteClient):
             said = proc.communicate()[1].decode(errors="replace").strip()
             ours.close()
             why = "did not start in time" if not ready else f"ended before starting (exit status {proc.returncode})"
-            raise SandboxError(f"the sandbox fork server {why}" + (f": {said[-300:]}" if said else ""))
+            raise SandboxError(f"the sandbox fork server {why}" + (f": {said[-SAID_CHARS:]}" if said else ""))
         proc.stderr.close()  # for start-up failures only; the server silences its stderr once started
         return proc, ours
 
@@ -172,7 +172,7 @@ class ForkedSandbox(SandboxProcess):
 
     def _start_failure(self) -> str:
         self._read_status(time.monotonic() + 1.0)
-        return str(self.error or f"exit status {self.exit_status}")[:300]
+        return str(self.error or f"exit status {self.exit_status}")[:SAID_CHARS]
 
     def wait(self, deadline: float) -> int | None:
         self._read_status(deadline)

@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from ..code.standalone import STANDALONE_DIR
+from .process import SAID_CHARS
 from .uids import FIRST_SANDBOX_UID, SANDBOX_UID_COUNT, UIDS
 
 logger = logging.getLogger("trl_grpo_ext.verifiers")
@@ -324,7 +325,7 @@ def _probe_bwrap(python: str, root: bool) -> tuple[str | None, int]:
         elif uid is not None:
             UIDS.discard(uid)
     if run.returncode != 0:
-        return f"bwrap cannot start a sandbox here: {run.stderr.decode(errors='replace').strip()[:300]}", 0
+        return f"bwrap cannot start a sandbox here: {run.stderr.decode(errors='replace').strip()[:SAID_CHARS]}", 0
     return None, int(run.stdout.strip() or 0)
 
 

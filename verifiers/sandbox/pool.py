@@ -37,7 +37,7 @@ from .isolation import (
     sandbox_env,
     sandbox_python,
 )
-from .process import START_TIMEOUT_S, Limits, SandboxError, SandboxProcess
+from .process import SAID_CHARS, START_TIMEOUT_S, Limits, SandboxError, SandboxProcess
 from .uids import FIRST_SANDBOX_UID, SANDBOX_UID_COUNT, UIDS
 
 logger = logging.getLogger("trl_grpo_ext.verifiers")
@@ -94,7 +94,7 @@ class Sandbox(SandboxProcess):
 
     def _start_failure(self) -> str:
         said = self._stderr().strip()
-        return f"exit status {self._status()}" + (f": {said[-300:]}" if said else "")
+        return f"exit status {self._status()}" + (f": {said[-SAID_CHARS:]}" if said else "")
 
     def _status(self) -> int | None:
         try:

@@ -19,6 +19,8 @@ from ..code.standalone.protocol import LineReader, ProtocolError, write_message
 from .cgroups import CandidateGroup, CgroupTree
 
 START_TIMEOUT_S = 60.0  # a sandbox that has not started by then (a machine under heavy load) is a failure
+# How much of what a failing process said (its stderr's end, its error) a SandboxError quotes.
+SAID_CHARS = 300
 
 
 class SandboxError(RuntimeError):

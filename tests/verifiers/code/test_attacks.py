@@ -196,44 +196,52 @@ def _live_processes_with(token: str) -> list[int]:
     return pids
 
 
-def test_double_forked_daemon_is_killed(verifier, tmp_path):
+def test_double_forked_daemon_is_killed(verifier):
+    """A daemon (double fork, new session) is running while the candidate is judged, and is gone with its verdict.
+
+    The daemon says it runs over a pipe, and the candidate waits for that (a right answer only then), so that the
+    test always checks a daemon that did start."""
     needs_kill_all(verifier)
     token = uuid.uuid4().hex
-    sentinel = tmp_path / "daemon_was_here"
     code = textwrap.dedent(
         f"""
-        import os, sys, time
-        program = "import time; time.sleep(1.5); open(%r, 'w').write('x'); time.sleep(60)" % {str(sentinel)!r}
+        import os, select, sys
+        up, say_up = os.pipe()
+        os.set_inheritable(say_up, True)
+        program = "import os, sys, time; os.write(int(sys.argv[2]), b'up'); time.sleep(60)"
         if os.fork() == 0:
             os.setsid()
             if os.fork() == 0:
-                os.execv(sys.executable, [sys.executable, '-c', program, '{token}'])
+                os.execv(sys.executable, [sys.executable, '-c', program, '{token}', str(say_up)])
             os._exit(0)
-        time.sleep(0.2)
-        def add(a, b): return a + b
+        os.close(say_up)
+        DAEMON_UP = bool(select.select([up], [], [], 30)[0]) and os.read(up, 2) == b'up'
+        def add(a, b): return a + b if DAEMON_UP else None
         """
     )
     result = verifier.verify(code, ADD_TESTS)
-    assert result.score == 1.0, result.reason  # correct answers still count
+    assert result.score == 1.0, result.reason  # correct answers still count, and the daemon did run
     assert _live_processes_with(token) == []
-    time.sleep(2.0)
-    assert not sentinel.exists()
 
 
 def test_listening_port_does_not_reach_the_host(verifier):
+    """A child of the candidate listens on a port (it says so over a pipe before the candidate answers: a right
+    answer means it never listened, and the test fails); the port is not open on the host after the verdict."""
     needs_kill_all(verifier)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     code = textwrap.dedent(
         f"""
-        import os, socket, time
+        import os, select, socket, time
+        listening, say_listening = os.pipe()
         if os.fork() == 0:
             os.setsid()
             s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            s.bind(('0.0.0.0', {port})); s.listen(); time.sleep(60)
-        time.sleep(0.3)
-        def add(a, b): return 0
+            s.bind(('0.0.0.0', {port})); s.listen(); os.write(say_listening, b'1'); time.sleep(60)
+        os.close(say_listening)
+        LISTENING = bool(select.select([listening], [], [], 30)[0]) and os.read(listening, 1) == b'1'
+        def add(a, b): return 0 if LISTENING else a + b
         """
     )
     check_zero(verifier, code)

@@ -11,7 +11,7 @@ import threading
 import time
 
 import pytest
-from pool_helpers import burn_cpu, sleep_then_time
+from pool_helpers import burn_cpu, mark_then_burn, signal_and_wait, sleep_then_time, wait_for_files
 
 from trl_grpo_ext.verifiers.core.deadline_pool import DeadlinePool
 
@@ -39,22 +39,24 @@ def test_results_come_back_in_input_order(pool):
     assert [o.value for o in outcomes] == [11 * i for i in range(20)]
 
 
-def test_items_from_a_generator_start_while_it_finds_the_next_ones(pool):
+def test_items_from_a_generator_start_while_it_finds_the_next_ones(pool, tmp_path):
     """An iterator of items is consumed as the workers run: the first item is running before the generator has found
-    the last, timeouts still hold, and the outcomes come back in order."""
-    found_at = []
+    the last (the generator waits for the first item's mark before it finds the last: a pool that read every item
+    first would never let it see the mark), timeouts still hold, and the outcomes come back in order."""
+    first_ran = tmp_path / "first"
+    seen_before_the_last = []
 
     def items():
-        for i in range(6):
-            found_at.append(time.time())
-            yield (0.3,) if i != 3 else (60,)  # the caller's own work between items
-            time.sleep(0.3)
+        yield (str(first_ran),)
+        for i in range(1, 5):
+            yield (None, (), 60.0) if i == 3 else (None,)  # the fourth item stalls
+        seen_before_the_last.append(wait_for_files([first_ran], timeout_s=10))
+        yield (None,)
 
-    started = time.time()
-    outcomes = pool.map(sleep_then_time, items(), timeout_s=1.0, wall_limit_s=2.0)
+    pool.wait_until_ready()  # items are sent between two items the generator finds, to workers that have started
+    outcomes = pool.map(signal_and_wait, items(), timeout_s=1.0, wall_limit_s=2.0)
     assert [o.status for o in outcomes] == ["ok", "ok", "ok", "stalled", "ok", "ok"]
-    assert outcomes[0].value < found_at[-1]  # the first item had run before the last one was found
-    assert time.time() - started < 0.3 * 6 + 2.0 + MARGIN_S  # the items run while the generator works, not after it
+    assert seen_before_the_last == [True]
 
 
 def test_runs_in_other_processes(pool):
@@ -139,9 +141,7 @@ def test_a_worker_killed_from_outside_is_a_crash_not_a_timeout(pool, tmp_path):
         target=lambda: result.update(o=pool.run(wait_to_be_killed_on_first_attempt, (str(tmp_path),), timeout_s=10))
     )
     thread.start()
-    deadline = time.monotonic() + 30
-    while not (tmp_path / "pid").exists() and time.monotonic() < deadline:
-        time.sleep(0.01)
+    assert wait_for_files([tmp_path / "pid"])  # the first attempt runs
     os.kill(int((tmp_path / "pid").read_text()), 9)
     thread.join(60)
     assert (result["o"].status, result["o"].value) == ("ok", "second attempt")  # retried on a fresh worker
@@ -202,24 +202,22 @@ def test_deadline_holds_in_a_thread_while_another_thread_works(pool):
     assert timings["outcome"].cpu_s < 1.0 + KILL_SLACK_S
 
 
-def test_amap_under_asyncio(pool):
+def test_amap_under_asyncio(pool, tmp_path):
+    """The event loop keeps running while amap's items run: another coroutine sees the second item start (its
+    mark) before amap has returned, which a blocked loop could not."""
+    second_started = tmp_path / "second"
+
     async def main():
-        ticks = 0
+        items = [(None, 0.3), (str(second_started), 60)]
+        outcomes = asyncio.ensure_future(pool.amap(mark_then_burn, items, timeout_s=1.0))
+        while not second_started.exists() and not outcomes.done():
+            await asyncio.sleep(0.005)
+        seen_while_running = second_started.exists() and not outcomes.done()
+        return await outcomes, seen_while_running
 
-        async def ticker():
-            nonlocal ticks
-            while True:
-                await asyncio.sleep(0.02)
-                ticks += 1
-
-        task = asyncio.create_task(ticker())
-        outcomes = await pool.amap(burn_cpu, [(0.3,), (60,)], timeout_s=1.0)
-        task.cancel()
-        return outcomes, ticks
-
-    outcomes, ticks = asyncio.run(main())
+    outcomes, seen_while_running = asyncio.run(main())
     assert [o.status for o in outcomes] == ["ok", "timeout"]
-    assert ticks > 10
+    assert seen_while_running
 
 
 def test_memory_limit_turns_a_runaway_allocation_into_an_error():
@@ -240,17 +238,16 @@ def test_close_leaves_no_child_and_refuses_new_work():
         p.run(operator.add, (1, 2))
 
 
-def test_close_kills_a_worker_busy_in_another_thread():
+def test_close_kills_a_worker_busy_in_another_thread(tmp_path):
     p = DeadlinePool(n_workers=1)
     p.run(abs, (1,), timeout_s=30)
     pid = p.worker_pids()[0]
     result = {}
-    thread = threading.Thread(target=lambda: result.update(o=p.run(time.sleep, (60,), timeout_s=60)))
+    running = tmp_path / "running"
+    item = (str(running), (), 60.0)
+    thread = threading.Thread(target=lambda: result.update(o=p.run(signal_and_wait, item, timeout_s=60)))
     thread.start()
-    deadline = time.monotonic() + 30
-    while not p._idle.empty() and time.monotonic() < deadline:  # until the thread holds the only worker
-        time.sleep(0.01)
-    time.sleep(0.2)
+    assert wait_for_files([running])  # the worker runs the thread's item
     p.close()
     thread.join(30)
     assert not thread.is_alive()
@@ -323,16 +320,24 @@ def test_a_replacement_still_starting_does_not_delay_the_deadlines_of_running_it
     assert c.elapsed_s < wall_limit_s + 1.0  # not the limit + the 3 s start of A's replacement
 
 
-def test_a_worker_another_caller_releases_serves_waiting_items_at_once(pool):
+def test_a_worker_another_caller_releases_serves_waiting_items_at_once(pool, tmp_path):
     """A caller whose running items are all slow still hands its waiting items to a worker that another caller frees
     meanwhile, instead of waiting for its own items to end: one call's slow item delays no other call's items
-    beyond what the pool's capacity takes."""
-    other = threading.Thread(target=pool.map, args=(sleep_then_time, [(1.0,)]), kwargs={"timeout_s": 30})
-    other.start()  # holds one of the two workers for 1 s
-    time.sleep(0.3)
-    slow_end, *fast_ends = [o.value for o in pool.map(sleep_then_time, [(6.0,), (0,), (0,), (0,)], timeout_s=30)]
+    beyond what the pool's capacity takes.
+
+    The other caller holds one worker until this call's slow item runs on the second; the slow item then waits for
+    the fast items to have run, which they can only do on the freed worker while it is still running."""
+    other_runs, slow_runs = tmp_path / "other", tmp_path / "slow"
+    fast = [str(tmp_path / f"fast{i}") for i in range(3)]
+    other = threading.Thread(
+        target=pool.map, args=(signal_and_wait, [(str(other_runs), (str(slow_runs),))]), kwargs={"timeout_s": 120}
+    )
+    other.start()
+    assert wait_for_files([other_runs])  # the other caller holds one of the two workers
+    items = [(str(slow_runs), tuple(fast))] + [(mark,) for mark in fast]
+    outcomes = pool.map(signal_and_wait, items, timeout_s=120)
     other.join(60)
-    assert max(fast_ends) < slow_end - 3.0  # without the fix, they ran once the 6 s item had ended
+    assert [(o.status, o.value) for o in outcomes] == [("ok", True)] * 4  # without the fix the slow item waited alone
 
 
 def test_a_caller_takes_a_worker_freed_meanwhile_rather_than_wait_for_a_replacement_to_start():
