@@ -45,7 +45,7 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 
 test: lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest --durations=15
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow

@@ -88,42 +88,6 @@ def held_out_pass_at_1(model, tokenizer, verifier, seed: int) -> dict:
     return summary["pass@1"]
 
 
-def make_progress_callback(max_steps: int, max_seconds: float | None):
-    """A TrainerCallback with a progress bar showing the running reward; it stops training after `max_seconds`
-    (None: no time cap)."""
-    from tqdm.auto import tqdm
-    from transformers import TrainerCallback
-
-    class RewardProgress(TrainerCallback):
-        def __init__(self):
-            self.history: list[dict] = []
-            self.bar = None
-            self.start = None
-            self.stopped_by_time = False
-
-        def on_train_begin(self, args, state, control, **kwargs):
-            self.start = time.perf_counter()
-            self.bar = tqdm(total=max_steps, desc="GRPO", unit="step", dynamic_ncols=True)
-
-        def on_log(self, args, state, control, logs=None, **kwargs):
-            if not logs or "reward" not in logs:
-                return
-            self.history.append({"step": state.global_step, "time_s": time.perf_counter() - self.start, **logs})
-            recent = [h["reward"] for h in self.history[-SUMMARY_WINDOW:]]
-            self.bar.set_postfix(reward=f"{sum(recent) / len(recent):.2f}")
-            self.bar.update(state.global_step - self.bar.n)
-
-        def on_step_end(self, args, state, control, **kwargs):
-            if max_seconds is not None and time.perf_counter() - self.start > max_seconds:
-                self.stopped_by_time = True
-                control.should_training_stop = True
-
-        def on_train_end(self, args, state, control, **kwargs):
-            self.bar.close()
-
-    return RewardProgress()
-
-
 def plot_reward_curve(history: list[dict], path: Path, title: str) -> None:
     import matplotlib
 
@@ -211,7 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Format warm-up: {args.warmup_steps} steps in {warmup_s:.1f} s (loss {warmup_loss:.2f}; random targets).")
 
     time_left = None if args.max_seconds is None else args.max_seconds - warmup_s
-    progress = make_progress_callback(args.max_steps, time_left)
+    from trl_grpo_ext.progress import RewardProgress
+
+    progress = RewardProgress(args.max_steps, SUMMARY_WINDOW, max_seconds=time_left)
     trainer = build_trainer(model, tokenizer, args, progress)
     verifier = trainer.reward_funcs[0].verifier
     eval_started = time.perf_counter()

@@ -89,7 +89,7 @@ def evaluate(model, tokenizer, rows: list[dict], args, samples: int, ks: list[in
     try:
         results, summary = evaluate_dataset(
             rows, sampler, [EvalVerifier("math", verifier, "answer")], samples, ks, greedy=True,
-            show_progress=False, prompts_per_call=PROMPTS_PER_CALL,
+            show_progress=True, prompts_per_call=PROMPTS_PER_CALL,
         )  # fmt: skip
     finally:
         verifier.close()
@@ -113,21 +113,12 @@ def training_prompts(model, tokenizer, args) -> tuple[list[dict], dict]:
     return kept, {"pool": len(pool), "kept": len(kept), "pool_pass_rate": sum(rates) / len(rates)}
 
 
-def build_trainer(model_path: str, tokenizer, train_rows: list[dict], args, seed: int, history: list):
+def build_trainer(model_path: str, tokenizer, train_rows: list[dict], args, seed: int, progress):
     from datasets import Dataset
-    from transformers import AutoModelForCausalLM, PrinterCallback, ProgressCallback, TrainerCallback
+    from transformers import AutoModelForCausalLM, PrinterCallback, ProgressCallback
 
     from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
     from trl_grpo_ext.verifiers import as_reward_function
-
-    class RewardLog(TrainerCallback):
-        def on_log(self, _args, state, control, logs=None, **kwargs):
-            if logs and "reward" in logs:
-                history.append({"step": state.global_step, **logs})
-                if state.global_step % 5 == 0:
-                    recent = [h["reward"] for h in history[-5:]]
-                    print(f"  seed {seed}, step {state.global_step}: mean reward of the last 5 steps "
-                          f"{sum(recent) / len(recent):.2f}", flush=True)  # fmt: skip
 
     config = GRPOExtConfig(
         output_dir=str(Path(args.output_dir) / f"seed{seed}"), use_cpu=True, bf16=False, seed=seed,
@@ -145,7 +136,7 @@ def build_trainer(model_path: str, tokenizer, train_rows: list[dict], args, seed
     trainer = GRPOExtTrainer(
         model=AutoModelForCausalLM.from_pretrained(model_path), args=config, processing_class=tokenizer,
         reward_funcs=as_reward_function("math", reference_column="answer"),
-        train_dataset=Dataset.from_list(rows).shuffle(seed=seed), peft_config=peft_config, callbacks=[RewardLog()],
+        train_dataset=Dataset.from_list(rows).shuffle(seed=seed), peft_config=peft_config, callbacks=[progress],
     )  # fmt: skip
     trainer.remove_callback(PrinterCallback)
     trainer.remove_callback(ProgressCallback)
@@ -160,9 +151,12 @@ def paired_gain(before: list, after: list, k: int = 1) -> dict:
 
 
 def train_one(model_path: str, tokenizer, train_rows: list[dict], before: list, args, seed: int) -> dict:
-    history: list[dict] = []
+    from trl_grpo_ext.progress import RewardProgress
+
+    progress = RewardProgress(args.max_steps, 5, desc=f"GRPO, seed {seed}")
+    history = progress.history
     started = time.perf_counter()
-    trainer = build_trainer(model_path, tokenizer, train_rows, args, seed, history)
+    trainer = build_trainer(model_path, tokenizer, train_rows, args, seed, progress)
     trainer.train()
     train_s = time.perf_counter() - started
     model = trainer.model.merge_and_unload() if args.lora else trainer.model

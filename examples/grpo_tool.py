@@ -171,9 +171,12 @@ def format_warmup(model, tokenizer, tools, steps: int, seed: int, batch_size: in
     # Decaying to 0 lets the copies settle by the end instead of staying at the noise of a constant rate (measured:
     # docs/tools.md, "Shown learning").
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 1 - step / steps)
+    from tqdm.auto import tqdm
+
     model.train()
     loss = torch.tensor(float("nan"))
-    for _ in range(steps):
+    bar = tqdm(range(steps), desc="format warm-up", unit="step", dynamic_ncols=True)
+    for step in bar:
         rows = [encode_segments(tokenizer, warmup_example(tokenizer, rng, tools)) for _ in range(batch_size)]
         ids, labels = [row[0] for row in rows], [row[1] for row in rows]
         width = max(map(len, ids))
@@ -186,6 +189,9 @@ def format_warmup(model, tokenizer, tools, steps: int, seed: int, batch_size: in
         optimizer.step()
         optimizer.zero_grad()
         schedule.step()
+        if step % 50 == 0:
+            bar.set_postfix(loss=f"{loss.item():.3f}")
+    bar.close()
     return loss.item()
 
 
@@ -273,22 +279,13 @@ class ProductReward:
         return bootstrap_mean_ci(per_question, seed=seed)
 
 
-def make_trainer(model, tokenizer, args: argparse.Namespace, seed: int, with_tool: bool, reward, history: list):
-    from transformers import PrinterCallback, ProgressCallback, TrainerCallback
+def make_trainer(model, tokenizer, args: argparse.Namespace, seed: int, with_tool: bool, reward, progress):
+    from transformers import PrinterCallback, ProgressCallback
 
     from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
     from trl_grpo_ext.tools import PythonToolConfig, make_python_tool
 
     name = "tool" if with_tool else "no tools"
-
-    class RewardLog(TrainerCallback):
-        def on_log(self, _args, state, control, logs=None, **kwargs):
-            if logs and "reward" in logs and "eval_reward" not in logs:
-                history.append({"step": state.global_step, **logs})
-                if state.global_step % REWARD_WINDOW == 0:
-                    recent = [h["reward"] for h in history[-REWARD_WINDOW:]]
-                    print(f"  {name}, seed {seed}, step {state.global_step}: mean reward of the last "
-                          f"{len(recent)} steps {sum(recent) / len(recent):.2f}", flush=True)  # fmt: skip
 
     batch = args.num_generations * args.prompts_per_step
     eval_batch = args.eval_samples * HELD_OUT_COUNT
@@ -307,7 +304,7 @@ def make_trainer(model, tokenizer, args: argparse.Namespace, seed: int, with_too
     trainer = GRPOExtTrainer(
         model=model, args=config, reward_funcs=[reward], processing_class=tokenizer,
         train_dataset=train_dataset(args.max_steps, args.prompts_per_step, seed),
-        eval_dataset=Dataset.from_list(held_out_rows()), callbacks=[RewardLog()], **extra,
+        eval_dataset=Dataset.from_list(held_out_rows()), callbacks=[progress], **extra,
     )  # fmt: skip
     trainer.remove_callback(PrinterCallback)
     trainer.remove_callback(ProgressCallback)
@@ -333,8 +330,13 @@ def train_one(args: argparse.Namespace, seed: int, with_tool: bool) -> dict:
         f"  format warm-up: {args.warmup_steps} steps, last loss {warmup_loss:.3f}, {elapsed:.0f} s{note}", flush=True
     )
     reward = ProductReward(as_reward_function("math", reference_column="answer"))
-    history: list[dict] = []
-    trainer = make_trainer(model, tokenizer, args, seed, with_tool, reward, history)
+    from trl_grpo_ext.progress import RewardProgress
+
+    progress = RewardProgress(
+        args.max_steps, REWARD_WINDOW, desc=f"GRPO, {'tool' if with_tool else 'no tools'}, seed {seed}"
+    )
+    history = progress.history
+    trainer = make_trainer(model, tokenizer, args, seed, with_tool, reward, progress)
     before = reward.evaluate(trainer, seed)
     print(f"  held-out accuracy before GRPO: {interval(before)}", flush=True)
     calls_before = TOOL_STATS.snapshot()
