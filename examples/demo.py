@@ -18,15 +18,18 @@ What it does, in order:
    `outputs/demo/reward_curve.png`, the per-step log to `outputs/demo/log.jsonl` and the trained model to
    `outputs/demo/model` (`trl-grpo-ext evaluate --model outputs/demo/model` evaluates it again).
 
-Seeds are fixed and the run trains `--max_steps` steps, so a seed gives the same result on any machine;
-`--max_seconds` adds a time cap (then the result depends on the machine's speed).
+Seeds are fixed and the run trains `--max_steps` steps. What a seed fixes: the result, bit for bit, on any x86-64
+machine with AVX2 given the same torch build and `--threads` (2): the demo pins the CPU kernels of torch, oneDNN and
+MKL to their AVX2 versions (`trl_grpo_ext.launch.PORTABLE_CPU_KERNELS`), because the kernels a processor picks for
+itself sum in other orders and 600 steps turn those last bits into another policy. `--native_kernels` lets the
+processor choose (faster on some, and the result then depends on it); another torch version or an ARM machine gives
+other figures. `--max_seconds` adds a time cap (then the result depends on the machine's speed too).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -56,7 +59,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--max_seconds", type=float, default=None, help="Stop after this many seconds (default: no time cap)."
     )
-    parser.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1), help="torch CPU threads.")
+    parser.add_argument("--threads", type=int, default=2, help="torch CPU threads (part of what a seed fixes).")
+    parser.add_argument(
+        "--native_kernels",
+        action="store_true",
+        help="Let torch, oneDNN and MKL pick the CPU's fastest kernels: faster on some CPUs, but the result then depends "
+        "on the processor (by default the AVX2 kernels every x86-64 CPU since 2013 has are used).",
+    )
     return parser.parse_args(argv)
 
 
@@ -153,6 +162,9 @@ def build_trainer(model, tokenizer, args: argparse.Namespace, progress):
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    from trl_grpo_ext.launch import use_portable_cpu_kernels
+
+    kernels = {} if args.native_kernels else use_portable_cpu_kernels()
     # examples/script_setup.py, next to this script; imported here since it imports trl, which --help does not need.
     import torch
     from script_setup import quiet_libraries
@@ -161,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     from trl_grpo_ext.tiny_model import build_tiny_model
 
     quiet_libraries()
+    chosen = ", ".join(f"{k}={v}" for k, v in kernels.items()) or "the processor's own"
+    print(f"CPU kernels: {chosen}; torch {torch.__version__}, {args.threads} threads.")
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     out = Path(args.output_dir)
