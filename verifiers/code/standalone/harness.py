@@ -590,7 +590,7 @@ def warm_up() -> list[dict]:
     return replies
 
 
-def run_script(code: str, stdin_text: str) -> None:
+def run_script(code: str) -> None:
     sys.argv = ["main.py"]
     namespace = module_namespace("__main__")  # `python main.py`: the script is the module `__main__`
     namespace["__file__"] = "main.py"
@@ -648,7 +648,7 @@ def serve(request_fd: int, reply_fd: int, limits: dict) -> None:
         os.close(request_fd)
         set_up(limits, reply_fd)
         os.close(reply_fd)
-        run_script(init["code"], init.get("stdin", ""))
+        run_script(init["code"])  # its stdin is fd 0 already (stdin_from_text)
     else:
         set_up(limits, reply_fd)
         serve_functions(init["code"], requests, reply_fd)
