@@ -10,9 +10,14 @@ verifier (it returns text to the policy, not a score) and it is TRL-facing like 
 existing `functions` mode, so no sandbox file changes.
 """
 
-from .config import PythonToolConfig
-from .metrics import TOOL_STATS, ToolCounts
-from .python_tool import PythonSession, PythonToolFailure, make_python_tool, python
+from typing import TYPE_CHECKING
+
+from trl_grpo_ext.verifiers.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .config import PythonToolConfig
+    from .metrics import TOOL_STATS, ToolCounts
+    from .python_tool import PythonSession, PythonToolFailure, make_python_tool, python
 
 __all__ = [
     "PythonSession",
@@ -23,3 +28,4 @@ __all__ = [
     "make_python_tool",
     "python",
 ]
+__getattr__, __dir__ = lazy_exports(__name__, __file__)
