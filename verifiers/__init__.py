@@ -1,6 +1,8 @@
 """Verifiers: registered scorers of completions, served to TRL as reward functions.
 
-Installed as `trl_grpo_ext.verifiers` (never as a top-level `verifiers`). Imports neither torch nor trl.
+Installed as `trl_grpo_ext.verifiers` (never as a top-level `verifiers`). Imports neither torch nor trl. Its public
+names load on first access (`lazy.py`): a process that imports one module of the package on the way (a math worker)
+loads nothing else.
 """
 
 from typing import TYPE_CHECKING
