@@ -15,7 +15,8 @@ With an adaptive coefficient (`kl_target`), `AdaptiveKLState` carries beta into 
 `_load_callback_state` restores it on resume.
 
 With `dynamic_sampling` or `retire_solved_after`, training batches come from generation rounds of prompts drawn from
-a `PromptStream` (`prompt_rounds.py`); evaluation is never filtered.
+a `PromptStream`, built by the `PromptRounds` component (`prompt_rounds.py`) from the inputs the trainer hands it;
+evaluation is never filtered.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from accelerate.utils import gather_object, is_peft_model
 from torch import nn
 from transformers import TrainerCallback
 from transformers.trainer_callback import ExportableState
+from trl import GRPOTrainer
 from trl.models.utils import disable_gradient_checkpointing
 
 from .advantages import advantage_metrics, compute_advantages
@@ -38,7 +40,8 @@ from .config import GRPOExtConfig
 from .dynamic_sampling import combined_rewards
 from .evaluation.core import grouped_figures
 from .kl import kl_divergence
-from .prompt_rounds import PromptStreamRounds
+from .prompt_rounds import PromptRounds, Scored, build_prompt_stream
+from .prompt_stream import PromptStream
 from .reward_overlap import RewardOverlap, can_overlap
 from .tools.metrics import TOOL_STATS
 from .tools.training import end_sessions, log_tool_step, uses_python_tool
@@ -95,11 +98,12 @@ class AdaptiveKLState(TrainerCallback, ExportableState):
         return {"args": {"beta": self.beta}, "attributes": {}}
 
 
-class GRPOExtTrainer(PromptStreamRounds):
+class GRPOExtTrainer(GRPOTrainer):
     """Drop-in `GRPOTrainer` whose advantage and KL estimators are chosen in `GRPOExtConfig`."""
 
     _tag_names = ["trl", "grpo", "trl-grpo-ext"]
     _reward_overlap: RewardOverlap | None = None  # set for the duration of one _generate_and_score_completions
+    _prompt_rounds: PromptRounds | None = None  # with dynamic sampling or retirement: the training batches
 
     def __init__(self, model, reward_funcs=None, args: GRPOExtConfig | None = None, **kwargs):
         check_supported_versions()  # the hooks below rely on private names of these versions
@@ -130,9 +134,22 @@ class GRPOExtTrainer(PromptStreamRounds):
         self._kl_window = torch.zeros(2, device=self.accelerator.device)  # (sum of sequence KLs, sequences)
         if args.kl_target is not None:
             self.add_callback(AdaptiveKLState(self.beta))
-        self._prompt_stream = self._build_prompt_stream(args)
-        if self._prompt_stream is not None:
-            self.add_callback(self._prompt_stream)
+        stream = build_prompt_stream(args, self.train_dataset, self.shuffle_dataset)
+        if stream is not None:
+            self.add_callback(stream)
+            self._prompt_rounds = PromptRounds(
+                stream, self.train_dataset, args, self.accelerator, self.reward_weights, self._tokenizer.pad_token_id,
+                score=self._score_training_round,
+                advantages=self._advantages,
+                log_metric=lambda name, value: self._metrics["train"][name].append(value),
+                log_advantages=lambda advantages, size: self._log_advantage_metrics(advantages, size, "train"),
+                show_advantages=self._replace_table_advantages,
+            )  # fmt: skip
+
+    @property
+    def _prompt_stream(self) -> PromptStream | None:
+        """The stream of the training prompts, with dynamic sampling or retirement (replaced on resume)."""
+        return None if self._prompt_rounds is None else self._prompt_rounds.stream
 
     def _load_callback_state(self) -> None:
         """On resume, continue from the checkpoint's adaptive beta rather than the initial one.
@@ -141,7 +158,8 @@ class GRPOExtTrainer(PromptStreamRounds):
         beta is training state like the optimizer's.
         """
         super()._load_callback_state()
-        self._load_prompt_stream_state()
+        if self._prompt_rounds is not None:
+            self._prompt_rounds.restore(self.callback_handler.callbacks, self.state.stateful_callbacks)
         if self.args.kl_target is None:
             return
         saved = self.state.stateful_callbacks.get(AdaptiveKLState.__name__)
@@ -224,8 +242,8 @@ class GRPOExtTrainer(PromptStreamRounds):
         self._extracted_answers = None
 
     def _generate_and_score_completions(self, inputs):
-        if self._prompt_stream is not None and self.model.training:  # dynamic sampling, retirement: own prompts
-            return self._generate_from_prompt_stream()
+        if self._prompt_rounds is not None and self.model.training:  # dynamic sampling, retirement: own prompts
+            return self._prompt_rounds.batch()
         with self._overlapping_rewards(inputs):
             output = super()._generate_and_score_completions(inputs)
         mode = "train" if self.model.training else "eval"
@@ -247,6 +265,19 @@ class GRPOExtTrainer(PromptStreamRounds):
         self._replace_table_advantages(advantages.tolist())
         self._log_advantage_metrics(advantages, group_size, mode)
         return output
+
+    def _score_training_round(self, inputs: list[dict]) -> Scored:
+        """One generation round of `PromptRounds`: stock's generation and scoring of this process's inputs, with the
+        reward hooks; its output, the rewards gathered from every process and the gathered KL penalty (or None)."""
+        with self._overlapping_rewards(inputs):
+            output = super()._generate_and_score_completions(inputs)
+        _, penalty = self._task_rewards_and_penalty(output, "train")
+        return output, self._gathered_rewards_per_func, penalty
+
+    def log(self, logs: dict[str, float], start_time: float | None = None) -> None:
+        if self._prompt_rounds is not None and self.model.training:  # current counts, not averages over the interval
+            self._metrics["train"].update(self._prompt_rounds.counts())
+        super().log(logs, start_time)
 
     def _task_rewards_and_penalty(self, output: dict, mode: str) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The task rewards of the whole gathered batch (N,), and with the KL in the reward, the gathered KL penalty."""

@@ -24,10 +24,16 @@ class RecordingTrainer(GRPOExtTrainer):
     steps: list[dict] = []
     rounds: list[dict] = []
 
-    def _generation_round(self, rows):
-        gathered = super()._generation_round(rows)
-        self.rounds.append({field: value.cpu() for field, value in gathered.items()})
-        return gathered
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        generation_round = self._prompt_rounds.generation_round
+
+        def recording_round(rows):
+            gathered = generation_round(rows)
+            self.rounds.append({field: value.cpu() for field, value in gathered.items()})
+            return gathered
+
+        self._prompt_rounds.generation_round = recording_round
 
     def _generate_and_score_completions(self, inputs):
         output = super()._generate_and_score_completions(inputs)

@@ -20,10 +20,13 @@ class RowRecordingTrainer(GRPOExtTrainer):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.rounds = []  # (global step at generation, rows)
+        generation_round = self._prompt_rounds.generation_round
 
-    def _generation_round(self, rows):
-        self.rounds.append((self.state.global_step, list(rows)))
-        return super()._generation_round(rows)
+        def recording_round(rows):
+            self.rounds.append((self.state.global_step, list(rows)))
+            return generation_round(rows)
+
+        self._prompt_rounds.generation_round = recording_round
 
 
 def build(model_dir, output_dir, reward, **overrides):

@@ -8,15 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import importlib
-import importlib.util
 import os
-import sys
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trl_grpo_ext.task import TASK_KEYS, Task, import_verifier_modules
 from trl_grpo_ext.usage import UsageError, check_model_path
 
 STOCK = "stock"
@@ -35,38 +33,6 @@ TINY_MAX_STEPS = 200
 TINY_PROMPTS_PER_STEP = 32
 # Every run logs every step to its JSONL file and nowhere else, whatever the YAML file says.
 FORCED_SETTINGS: dict[str, Any] = dict(logging_steps=1, report_to="none", disable_tqdm=True)
-
-
-@dataclass
-class Task:
-    """The model, data and rewards every run of a comparison shares. All None / defaults: the built-in task, the
-    tiny model after its format warm-up on single-digit arithmetic, scored by the `math` verifier."""
-
-    model_name_or_path: str | None = None
-    dataset_name: str | None = None
-    dataset_config: str | None = None
-    dataset_train_split: str = "train"
-    prompt_column: str = "prompt"
-    reference_column: str = "answer"
-    reward_verifiers: list[str] = field(default_factory=lambda: ["math"])
-    system_prompt: str | None = None
-    # Modules (dotted names, or .py files) imported before the rewards are built: they register custom verifiers.
-    verifier_imports: list[str] = field(default_factory=list)
-    # Held-out evaluation: a split of `eval_dataset` (default: the training dataset). The built-in task holds out a
-    # fixed fifth of its problems ("held_out"); for a dataset, no eval_split means no held-out evaluation in compare.
-    eval_dataset: str | None = None
-    eval_split: str | None = None
-    eval_num_samples: int = 8  # completions per held-out prompt, at the runs' own generation settings
-    eval_k: list[int] = field(default_factory=lambda: [1])  # k of the reported pass@k (and maj@k for k > 1)
-    eval_max_prompts: int | None = None  # the split's first N rows only
-    eval_prompts_per_call: int = 1  # held-out prompts sampled in one generate call (`evaluate --prompts_per_call`)
-
-    @property
-    def builtin(self) -> bool:
-        return self.model_name_or_path is None and self.dataset_name is None
-
-
-TASK_KEYS = tuple(f.name for f in dataclasses.fields(Task))
 
 
 @dataclass
@@ -244,22 +210,6 @@ def plan_group_sweep(
     return runs
 
 
-def import_verifier_modules(task: Task) -> None:
-    """Import the modules that register the task's custom verifiers (dotted names, or paths to .py files), each once
-    per process however often it is asked (a .py file is not in Python's import cache by its path)."""
-    for name in task.verifier_imports:
-        if name.endswith(".py"):
-            loaded = sys.modules.get(Path(name).stem)
-            if loaded is not None and Path(getattr(loaded, "__file__", "") or "").resolve() == Path(name).resolve():
-                continue  # executed once already (validation, then evaluation): a second run would register twice
-            spec = importlib.util.spec_from_file_location(Path(name).stem, name)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[spec.name] = module
-            spec.loader.exec_module(module)
-        else:
-            importlib.import_module(name)
-
-
 def validate_task(task: Task) -> None:
     """Check the whole task before anything loads a model or starts a run; UsageError naming the field for: a model
     path that does not exist (or a GGUF file), a dataset path that does not exist, a local dataset without the split
@@ -311,7 +261,7 @@ def validate_task(task: Task) -> None:
 def check_task_datasets(task: Task) -> None:
     """The task's local datasets exist and have their splits and columns (a Hub name is left to the run: no network
     here). UsageError naming the field."""
-    from trl_grpo_ext.compare.worker import load_raw_dataset
+    from trl_grpo_ext.task import load_raw_dataset
     from trl_grpo_ext.usage import check_dataset_path
 
     if check_dataset_path("dataset_name", task.dataset_name):

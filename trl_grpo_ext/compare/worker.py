@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 from trl_grpo_ext.compare.held_out import evaluate_held_out
-from trl_grpo_ext.compare.plan import STOCK, RunSpec, Task, import_verifier_modules, run_config_kwargs
+from trl_grpo_ext.compare.plan import STOCK, RunSpec, run_config_kwargs
+from trl_grpo_ext.task import Task, import_verifier_modules, load_task_dataset
 
 
 def build_rewards(task: Task) -> list:
@@ -20,42 +21,6 @@ def build_rewards(task: Task) -> list:
 
     import_verifier_modules(task)
     return [as_reward_function(name, reference_column=task.reference_column) for name in task.reward_verifiers]
-
-
-def load_task_dataset(task: Task, seed: int):
-    """The built-in arithmetic set, or the task's dataset with a `prompt` column (a chat: the system prompt, then the
-    question as the user's message) and its reference column. `dataset_name`: a folder written by `save_to_disk`,
-    a folder of data files or a Hub name (`load_dataset`)."""
-    from trl_grpo_ext.datasets import arithmetic_dataset
-
-    if task.dataset_name is None:  # the built-in task never trains on its held-out problems
-        return arithmetic_dataset(seed=seed, split="train")
-    return as_prompt_dataset(load_raw_dataset(task, task.dataset_train_split), task)
-
-
-def load_raw_dataset(task: Task, split: str, field: str = "dataset_name", split_field: str = "dataset_train_split"):
-    """The task's dataset as stored, split `split` (a `save_to_disk` folder holding one dataset has no splits), with
-    its prompt and reference columns checked; UsageError naming `field` or `split_field` when it has not them."""
-    from trl_grpo_ext.datasets import check_columns, load_split
-
-    dataset = load_split(task.dataset_name, task.dataset_config, split, field, split_field)
-    columns = {"prompt_column": task.prompt_column, "reference_column": task.reference_column}
-    check_columns(task.dataset_name, dataset, columns)
-    return dataset
-
-
-def as_prompt_dataset(dataset, task: Task):
-    """Rows {"prompt": ..., <reference column>: ...}: a text prompt becomes a chat (system prompt, then the user's
-    question); a prompt that is already a conversation is kept."""
-
-    def reshape(row: dict) -> dict:
-        prompt = row[task.prompt_column]
-        if isinstance(prompt, str):
-            system = [{"role": "system", "content": task.system_prompt}] if task.system_prompt else []
-            prompt = [*system, {"role": "user", "content": prompt}]
-        return {"prompt": prompt, task.reference_column: row[task.reference_column]}
-
-    return dataset.map(reshape, remove_columns=dataset.column_names)
 
 
 def train_one(run: RunSpec, task: Task, model: str, output_dir: Path, threads: int) -> None:

@@ -11,10 +11,15 @@ means over prompts with seeded bootstrap intervals.
 `trl-grpo-ext evaluate`, `GRPOExtConfig(eval_pass_at_k=...)` and `compare` use these.
 """
 
-from .core import EvalVerifier, PromptResult, evaluate_prompts, score_prompt, summarize
-from .estimators import maj_at_k, pass_at_k, vote
-from .intervals import bootstrap_mean_ci
-from .runner import evaluate_dataset, pass_rate_rows, summary_table, write_results
+from typing import TYPE_CHECKING
+
+from trl_grpo_ext.verifiers.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .core import EvalVerifier, PromptResult, evaluate_prompts, score_prompt, summarize
+    from .estimators import maj_at_k, pass_at_k, vote
+    from .intervals import bootstrap_mean_ci
+    from .runner import evaluate_dataset, pass_rate_rows, summary_table, write_results
 
 __all__ = [
     "EvalVerifier",
@@ -31,3 +36,4 @@ __all__ = [
     "vote",
     "write_results",
 ]
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -7,12 +7,19 @@
 Each call runs in the code verifier's sandbox (docs/tools.md). Why here and not under `verifiers/`: a tool is not a
 verifier (it returns text to the policy, not a score) and it is TRL-facing like the trainer; it reuses
 `verifiers/sandbox/` as it is, and the code that runs inside the sandbox (`cell.py`) goes through the harness's
-existing `functions` mode, so no sandbox file changes.
+existing `functions` mode, so no sandbox file changes. `cell.py` is a script, never imported by the package: like the
+scripts of `verifiers/code/standalone/`, it may import the standard library only (`tests/test_layout.py` checks its
+source, `tests/test_process_imports.py` what the running cell has imported).
 """
 
-from .config import PythonToolConfig
-from .metrics import TOOL_STATS, ToolCounts
-from .python_tool import PythonSession, PythonToolFailure, make_python_tool, python
+from typing import TYPE_CHECKING
+
+from trl_grpo_ext.verifiers.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .config import PythonToolConfig
+    from .metrics import TOOL_STATS, ToolCounts
+    from .python_tool import PythonSession, PythonToolFailure, make_python_tool, python
 
 __all__ = [
     "PythonSession",
@@ -23,3 +30,4 @@ __all__ = [
     "make_python_tool",
     "python",
 ]
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

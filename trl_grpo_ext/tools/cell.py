@@ -1,8 +1,8 @@
 """The interpreter side of the Python tool: runs the model's code cells inside the code verifier's sandbox.
 
 Not imported by the package: its text is handed to the sandbox harness as the candidate's code in the harness's
-`functions` mode (code/standalone/harness.py), so it runs with `python -I -S`, standard library only, after the
-harness has set the rlimits and dropped to the sandbox's own uid. The host then calls `run_cell` once per tool call
+`functions` mode (code/standalone/harness.py), so it runs with `python -I -S`, standard library only (both rules are
+checked by tests/test_layout.py), after the harness has set the rlimits and dropped to the sandbox's own uid. The host then calls `run_cell` once per tool call
 over the harness's request pipe. Nothing it returns is trusted: the model's code shares this interpreter and may
 rewrite any of it, so the host bounds and truncates what comes back, and keeps the wall-clock deadline itself.
 

@@ -2,20 +2,25 @@
 
 `get_verifier` chooses where the verifier runs; the backends (`../backends/`) depend on the contract only, so the
 dependency runs one way: registry -> backends -> contract.
+
+The built-in verifiers register themselves when their module is imported, and each module pulls in its own machinery
+(the sandbox and the judge for `code`): the registry imports one by name (`BUILTIN_MODULES`) only when that name is
+registered, asked for or listed, as it loads the entry points of third-party verifiers, so that importing the
+package loads neither and a process that verifies math never loads the code verifier.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Any
 
-from trl_grpo_ext.registry import Registry, first_doc_line
-
 from ..backends.local import build_verifier
 from ..backends.ray import RayVerifier
 from .contract import Verifier, check_options
+from .plugins import Registry, first_doc_line
 
 logger = logging.getLogger("trl_grpo_ext.verifiers")
 
@@ -23,6 +28,24 @@ ENTRY_POINT_GROUP = "trl_grpo_ext.verifiers"
 
 _VERIFIERS = Registry("verifier")
 _entry_points_loaded = False
+# The built-in verifiers, by name: the module whose import registers each (relative to the verifiers' package).
+BUILTIN_MODULES = {"math": ".math.verifier", "code": ".code.verifier"}
+_builtins_loading: set[str] = set()
+
+
+def _load_builtins(*names: str) -> None:
+    """Import the modules of the built-in verifiers among `names` (all of them with none), once each, before anything
+    reads or writes those names: a user's `register_verifier("math", override=True)` then replaces the built-in, as
+    it did when importing the package registered both."""
+    package = __package__.rpartition(".")[0]
+    for name in names or tuple(BUILTIN_MODULES):
+        if name in BUILTIN_MODULES and name not in _builtins_loading:
+            _builtins_loading.add(name)  # the module's own registration comes back here: nothing more to load
+            try:
+                importlib.import_module(BUILTIN_MODULES[name], package)
+            except BaseException:
+                _builtins_loading.discard(name)  # a later call tries again, and fails the same way, loudly
+                raise
 
 
 def register_verifier(name: str, *, override: bool = False) -> Callable[[Any], Any]:
@@ -35,6 +58,8 @@ def register_verifier(name: str, *, override: bool = False) -> Callable[[Any], A
         return float(completion.strip() == str(reference).strip())
     ```
     """
+    if isinstance(name, str):
+        _load_builtins(name)
     return _VERIFIERS.register(name, override=override)
 
 
@@ -45,7 +70,7 @@ def _load_entry_points() -> None:
         return
     _entry_points_loaded = True
     for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name in _VERIFIERS:
+        if ep.name in _VERIFIERS or ep.name in BUILTIN_MODULES:  # the built-ins keep their names
             continue
         try:
             _VERIFIERS.register(ep.name)(ep.load())
@@ -73,6 +98,7 @@ def get_verifier(
         raise ValueError(f"backend={backend!r} is not valid. Valid choices: {', '.join(BACKENDS)}.")
     if backend == "local" and (ray_address is not None or ray_actors is not None):
         raise ValueError("ray_address and ray_actors apply to backend='ray' only; pass backend='ray' to use them.")
+    _load_builtins(*([name] if name in BUILTIN_MODULES else []))  # an unknown name: every choice, for the error
     _load_entry_points()
     obj = _VERIFIERS.get(name)
     if backend == "ray":
@@ -86,5 +112,6 @@ def get_verifier(
 
 def list_verifiers() -> dict[str, str]:
     """Registered verifier names with a one-line description each."""
+    _load_builtins()
     _load_entry_points()
     return {name: first_doc_line(obj) for name, obj in ((n, _VERIFIERS.get(n)) for n in _VERIFIERS.names())}

@@ -27,6 +27,7 @@ from .fast import degree_pairs, fast_compare, percent_pairs
 from .normalize import Normalized
 from .numbers import Tolerance
 from .remembered import ResultMemory
+from .worker import compare_task, warm_up
 
 logger = logging.getLogger("trl_grpo_ext.verifiers.math")
 
@@ -54,20 +55,6 @@ def _check_positive(name: str, value: Any, allow_zero: bool = False) -> None:
         raise ValueError(
             f"math verifier option {name}={value!r} must be a {'non-negative' if allow_zero else 'positive'} number."
         )
-
-
-def compare_task(groups: list[list[tuple[str, str]]], rel_tol: float, abs_tol: float) -> tuple[bool | None, str]:
-    """Worker-side entry point (every group of pairs must be equal; one group per candidate answer); imports sympy
-    there only, so the trainer's process never loads it."""
-    from .compare import compare_all_task
-
-    return compare_all_task(groups, rel_tol, abs_tol)
-
-
-def warm_up() -> None:
-    from .warmup import warm_up as warm
-
-    warm()
 
 
 def _reference_of(item: tuple) -> str:

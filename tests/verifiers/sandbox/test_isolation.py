@@ -121,8 +121,7 @@ def test_bubblewrap_as_another_user_holds_a_process_limit_per_sandbox():
     try:
         package.chmod(0o755)
         (package / "trl_grpo_ext").mkdir(mode=0o755)
-        for name in ("__init__.py", "registry.py"):
-            shutil.copy(REPO / "trl_grpo_ext" / name, package / "trl_grpo_ext" / name)
+        shutil.copy(REPO / "trl_grpo_ext" / "__init__.py", package / "trl_grpo_ext" / "__init__.py")  # lazy: no more
         (package / "trl_grpo_ext" / "verifiers").symlink_to(REPO / "verifiers")
         as_nobody = {"user": 65534, "group": 65534, "extra_groups": [], "cwd": "/"}
         sleepers = [subprocess.Popen(["sleep", "60"], **as_nobody) for _ in range(20)]
