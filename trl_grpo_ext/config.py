@@ -16,7 +16,7 @@ from .advantages import (
     list_advantage_estimators,
     validate_advantage_estimator,
 )
-from .config_docs import docstring_parameters
+from .field_docs import docstring_parameters
 from .kl import validate_kl_estimator
 from .registry import invalid_choice
 

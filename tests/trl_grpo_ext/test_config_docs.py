@@ -7,7 +7,8 @@ from trl import GRPOConfig, TrlParser
 
 from trl_grpo_ext import GRPOExtConfig
 from trl_grpo_ext.config import FIELD_SECTIONS
-from trl_grpo_ext.config_docs import DOCS_PAGE, markdown_table, own_fields, render_page, sections
+from trl_grpo_ext.config_docs import DOCS_PAGE, render_page
+from trl_grpo_ext.field_docs import markdown_table, own_fields, sections
 
 
 def test_docs_page_holds_the_table_the_fields_render():
