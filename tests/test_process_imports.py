@@ -40,6 +40,7 @@ MATH_WORKER_MODULES = {
     f"{V}.lazy",
     f"{V}.core",
     f"{V}.core.deadline_pool_worker",  # the worker's loop
+    f"{V}.core.contract",  # the verifiers' shared constants (standard library only)
     f"{V}.math",
     f"{V}.math.worker",  # its entry points, unpickled
     *(
