@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 
-from script_setup import parse_script_args, tiny_model  # examples/script_setup.py, next to this script
+from script_setup import parse_script_args, tiny_defaults, tiny_model  # examples/script_setup.py, next to this script
 from trl import ModelConfig, ScriptArguments, get_peft_config
 
 from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
@@ -25,18 +25,8 @@ from trl_grpo_ext.datasets import arithmetic_dataset, hub_prompt_dataset
 from trl_grpo_ext.launch import end_training
 from trl_grpo_ext.verifiers import as_reward_function
 
-# Defaults sized for the embedded tiny model on a CPU, used only when no --model_name_or_path is given (a Hub model
-# keeps GRPOConfig's own defaults); a flag or a YAML key overrides each of them.
-TINY_DEFAULTS = dict(
-    output_dir="outputs/grpo_math",
-    max_steps=50,
-    learning_rate=1e-3,
-    num_generations=8,
-    per_device_train_batch_size=32,
-    max_completion_length=4,
-    logging_steps=5,
-    save_strategy="no",
-    report_to="none",
+TINY_DEFAULTS = tiny_defaults(
+    "grpo_math", max_steps=50, num_generations=8, per_device_train_batch_size=32, max_completion_length=4
 )
 
 

@@ -35,6 +35,20 @@ def describe_fields(fields: list[dataclasses.Field]) -> list[str]:
     return lines
 
 
+def tiny_defaults(script: str, **sizes) -> dict:
+    """A script's defaults for the embedded tiny model on a CPU, used only when no --model_name_or_path is given (a
+    Hub model keeps GRPOConfig's own defaults); a flag or a YAML key overrides each of them. `sizes`: the script's
+    steps, group and batch sizes and lengths."""
+    return dict(
+        output_dir=f"outputs/{script}",
+        learning_rate=1e-3,
+        logging_steps=5,
+        save_strategy="no",
+        report_to="none",
+        **sizes,
+    )
+
+
 def script_parser(doc: str, script: str, dataclass_types: tuple, tiny_defaults: dict | None = None) -> TrlParser:
     """A TrlParser whose --help opens with `doc`, `--config`, the extension's flags and the script's own flags (those
     its first class declares, plus HIGHLIGHTED ones of TRL's classes), before every flag."""

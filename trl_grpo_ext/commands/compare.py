@@ -17,16 +17,15 @@ import argparse
 import sys
 from pathlib import Path
 
+from trl_grpo_ext.commands.help_text import add_task_file, describe
 from trl_grpo_ext.usage import UsageError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = __doc__.split("\n", 2)[2]
-    parser.add_argument(
-        "--config",
-        metavar="FILE",
-        help="YAML file of the task: model_name_or_path, dataset_name (Hub name or local folder), prompt_column, "
+    describe(parser, __doc__)
+    add_task_file(
+        parser,
+        "YAML file of the task: model_name_or_path, dataset_name (Hub name or local folder), prompt_column, "
         "reference_column, reward_verifiers, system_prompt, verifier_imports, and any GRPOConfig field shared by "
         "every run. Default: none, the built-in task (tiny model, single-digit arithmetic, math verifier, CPU).",
     )

@@ -15,16 +15,15 @@ import dataclasses
 import sys
 from pathlib import Path
 
+from trl_grpo_ext.commands.help_text import add_task_file, describe
 from trl_grpo_ext.usage import UsageError
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = __doc__.split("\n", 2)[2]
-    parser.add_argument(
-        "--config",
-        metavar="FILE",
-        help="The task's YAML file, as for compare: model_name_or_path, dataset_name, prompt_column, "
+    describe(parser, __doc__)
+    add_task_file(
+        parser,
+        "The task's YAML file, as for compare: model_name_or_path, dataset_name, prompt_column, "
         "reference_column, reward_verifiers, system_prompt, verifier_imports, eval_dataset, eval_split, and the "
         "generation fields (max_completion_length, temperature, top_p, top_k, min_p, repetition_penalty, "
         "generation_kwargs, chat_template_kwargs). Default: the built-in arithmetic task.",

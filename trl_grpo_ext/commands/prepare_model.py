@@ -12,10 +12,11 @@ import argparse
 import sys
 from pathlib import Path
 
+from trl_grpo_ext.commands.help_text import describe
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.formatter_class = argparse.RawDescriptionHelpFormatter
-    parser.epilog = __doc__.split("\n", 2)[2]
+    describe(parser, __doc__)
     parser.add_argument(
         "--gguf", metavar="FILE", help="A GGUF file to convert (default: SmolLM2-135M-Instruct from PyPI)."
     )
