@@ -199,3 +199,19 @@ def test_a_lazy_package_lists_what_it_exports(package):
         assert getattr(module, name) is not None
     with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
         module.not_a_name  # noqa: B018
+
+
+def test_a_lazy_name_that_is_also_a_submodule_stays_the_name_after_the_submodule_is_imported():
+    """`trl_grpo_ext.memory.estimate` is a function and a module: importing the module (which sets the package's
+    attribute to it) must not hide the function, in a fresh process where nothing else was imported first."""
+    import subprocess
+    import sys
+
+    code = (
+        "import importlib\n"
+        "module = importlib.import_module('trl_grpo_ext.memory.estimate')\n"
+        "from trl_grpo_ext.memory import estimate\n"
+        "assert callable(estimate) and estimate is module.estimate, estimate\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr

@@ -44,6 +44,12 @@ def type_checking_imports(init_file: str) -> dict[str, tuple[str, str]]:
 def lazy_exports(package: str, init_file: str) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
     """The `__getattr__` and `__dir__` of package `package`, whose `__init__` is `init_file`."""
     exports = type_checking_imports(init_file)
+    # A name that is also one of the package's submodules is bound now: importing that submodule, from anywhere, sets
+    # the package's attribute of that name to the module, which would then hide the lazy name for good.
+    folder = Path(init_file).parent
+    for name, (module, attribute) in exports.items():
+        if (folder / f"{name}.py").exists() or (folder / name / "__init__.py").exists():
+            setattr(sys.modules[package], name, getattr(importlib.import_module(module, package), attribute))
 
     def __getattr__(name: str) -> object:
         if name not in exports:
