@@ -26,7 +26,7 @@ from trl_grpo_ext.verifiers.sandbox.uids import UidPool
 
 MAX_PROCESSES = 16
 SLOW_ITEMS = 8
-OVERLAP_ROUNDS = 5  # slow batches at most, until a whole fast batch has run during one
+OVERLAP_ROUNDS = 5  # slow batches at most, each twice as long as the last, until a whole fast batch ran during one
 # The harness itself is one process of the sandbox uid: a candidate may start MAX_PROCESSES - 1 more.
 SLOW_PROGRAM = f"""
 import os, time
@@ -72,9 +72,10 @@ def worker(role: str, stop_file: str, isolation: str) -> None:
         # Handshake: start once the fast process runs, and verify until a whole fast batch (its sandboxes started,
         # killed by uid, gone) has run during one slow batch; the test fails if that never happens.
         wait_for_files([fast_batches], timeout_s=120)
-        for _ in range(OVERLAP_ROUNDS):
+        for round_ in range(OVERLAP_ROUNDS):  # under load a fast batch can outlast a short slow one: lengthen it
             before = int(Path(fast_batches).read_text())
-            results = verifier.verify_batch([SLOW_PROGRAM] * SLOW_ITEMS, [SLOW_TEST] * SLOW_ITEMS)
+            items = SLOW_ITEMS * 2**round_
+            results = verifier.verify_batch([SLOW_PROGRAM] * items, [SLOW_TEST] * items)
             scores += [(r.score, r.reason) for r in results]
             overlap = int(Path(fast_batches).read_text()) - before - 1  # the first and last may be partly outside
             if overlap >= 1:
