@@ -134,7 +134,10 @@ class CaseLimits:
     def rlimits(self) -> dict:
         cpu = math.ceil(self.time_s) + 1  # the clock ends it at time_s; the rlimit is the backstop of each process
         memory = self.memory_mb << 20
-        return {"RLIMIT_CPU": [cpu, cpu + 1], "RLIMIT_AS": [memory, memory], "RLIMIT_STACK": [memory, memory]}
+        # The stack: bounded by the memory alone (RLIMIT_AS), as judges give it (deep recursion, 10**6 calls, passes);
+        # unlimited rather than the memory's size, so that each thread's stack stays glibc's default (2 MiB) rather
+        # than the stack limit (four threads would reserve four times the memory).
+        return {"RLIMIT_CPU": [cpu, cpu + 1], "RLIMIT_AS": [memory, memory], "RLIMIT_STACK": [-1, -1]}
 
 
 def run_program(

@@ -2,7 +2,7 @@
 and the fidelity corpus (tests/support/cpp_corpus.py) judged as a plain compile-and-run with the same limits judges it.
 
 The plain harness here compiles with the same g++ and flags on the host (a test's own reference, never the verifier's
-path) and runs each case with the same rlimits (CPU time, address space, stack as large as the memory), comparing
+path) and runs each case with the same rlimits (CPU time, address space, no stack limit but the address space), comparing
 the output with the same rule (`outputs_match`) or running the same checker.
 """
 
@@ -212,7 +212,7 @@ def plain_verdict(source: str, problem: dict, memory_mb: int = 1024) -> str:
         def limits():
             memory = memory_mb << 20
             resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
-            resource.setrlimit(resource.RLIMIT_STACK, (memory, memory))
+            resource.setrlimit(resource.RLIMIT_STACK, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
             resource.setrlimit(resource.RLIMIT_CPU, (int(limit) + 1, int(limit) + 2))
 
         for case in problem["cases"]:

@@ -642,8 +642,9 @@ def write_all(fd: int, data: bytes) -> None:
 
 def prepare_native(init: dict, limits: dict) -> int:
     """Before the limits: the program in a memory file of its own (closed on exec), the named files in /tmp, and the
-    rlimits this run asks for (a test's CPU time and memory, the stack as large as the memory, as judges give it).
-    Returns the program's descriptor."""
+    rlimits this run asks for (a test's CPU time and memory, no stack limit but the memory's, as judges give it),
+    each at most the hard limit this process has (RLIM_INFINITY, -1: that hard limit). Returns the program's
+    descriptor."""
     import base64
 
     for name, text in (init.get("files") or {}).items():
@@ -651,7 +652,13 @@ def prepare_native(init: dict, limits: dict) -> int:
             file.write(text)
     fd = os.memfd_create("program", os.MFD_CLOEXEC)
     write_all(fd, base64.b64decode(init["program"]))
-    limits["rlimits"] = {**limits["rlimits"], **(init.get("rlimits") or {})}
+    wanted = {}
+    for name, (soft, hard) in (init.get("rlimits") or {}).items():
+        ceiling = resource.getrlimit(getattr(resource, name))[1]
+        if ceiling != resource.RLIM_INFINITY:
+            soft, hard = (ceiling if v == resource.RLIM_INFINITY else min(v, ceiling) for v in (soft, hard))
+        wanted[name] = (soft, hard)
+    limits["rlimits"] = {**limits["rlimits"], **wanted}
     return fd
 
 
