@@ -158,3 +158,31 @@ def test_code_example_builds_humaneval_references_from_test_and_entry_point(tmp_
     dataset = grpo_code.load_train_dataset(script_args, seed=0)
     assert dataset[0]["tests"] == {"test": rows[0]["test"], "entry_point": "inc"}
     assert dataset[0]["prompt"] == [{"role": "user", "content": "def inc(x):\n"}]
+
+
+def test_code_example_builds_cpp_rows_with_their_limits_and_checker(tmp_path):
+    import sys
+    from pathlib import Path
+
+    examples = str(Path(__file__).resolve().parents[2] / "examples")
+    sys.path.insert(0, examples)
+    try:
+        import grpo_code
+    finally:
+        sys.path.remove(examples)
+    cases = [{"input": "1 2\n", "output": "3\n"}]
+    rows = [
+        {"statement": "A+B", "official_tests": cases, "time_limit": 2.0, "memory_limit": 256.0, "checker": None},
+    ]
+    script_args = grpo_code.CodeScriptArguments(
+        dataset_name=write_local_dataset(tmp_path, rows),
+        prompt_column="statement",
+        tests_column="official_tests",
+        language="cpp",
+        time_limit_column="time_limit",
+        memory_limit_column="memory_limit",
+        checker_column="checker",
+    )
+    dataset = grpo_code.load_train_dataset(script_args, seed=0)
+    assert dataset[0]["tests"] == {"tests": cases, "time_limit": 2.0, "memory_limit": 256.0, "checker": None}
+    assert "```cpp" in dataset[0]["prompt"][0]["content"]

@@ -79,8 +79,12 @@ def parse_reference(reference: Any) -> tuple[str, Any]:
         return "stdio", StdioCases([_case(t.get("input"), t.get("output")) for t in reference])
     if isinstance(reference, dict):
         name = next((reference[k] for k in FUNCTION_NAME_KEYS if reference.get(k)), None)
-        if "inputs" in reference and "outputs" in reference:
-            inputs, outputs = reference["inputs"], reference["outputs"]
+        plural = "inputs" in reference and "outputs" in reference
+        if plural or (isinstance(reference.get("input"), list) and isinstance(reference.get("output"), list)):
+            # CodeContests stores its cases as {"input": [...], "output": [...]}
+            inputs, outputs = (
+                (reference["inputs"], reference["outputs"]) if plural else (reference["input"], reference["output"])
+            )
             if isinstance(inputs, list) and isinstance(outputs, list) and len(inputs) == len(outputs) and inputs:
                 if name is not None:
                     return "functions", _call_cases(name, inputs, outputs)
