@@ -59,6 +59,11 @@ CPP_PROMPT = (
 )
 
 
+def choice(choices: list[str], help: str):
+    """A flag that takes one of `choices`, the first by default."""
+    return field(default=choices[0], metadata={"help": help, "choices": choices})
+
+
 @dataclass
 class CodeScriptArguments(ScriptArguments):
     """Script arguments: the dataset (built-in when `dataset_name` is unset) and the verifier's limits."""
@@ -75,13 +80,10 @@ class CodeScriptArguments(ScriptArguments):
             "for one ```cpp block)."
         },
     )
-    language: str = field(
-        default="auto",
-        metadata={
-            "help": "Language of the completions: auto (the last fenced block tagged python or cpp/c++/cc), python "
-            "or cpp (C++17, compiled with g++ -O2 in the sandbox; stdin/stdout tests only).",
-            "choices": ["auto", "python", "cpp"],
-        },
+    language: str = choice(
+        ["auto", "python", "cpp"],
+        "Language of the completions: auto (the last fenced block tagged python or cpp/c++/cc), python or cpp "
+        "(C++17, compiled with g++ -O2 in the sandbox; stdin/stdout tests only).",
     )
     time_limit_column: str | None = field(
         default=None, metadata={"help": "Per-test time limit column (seconds) of a C++ stdin/stdout dataset."}
@@ -94,13 +96,10 @@ class CodeScriptArguments(ScriptArguments):
     )
     partial_credit: bool = field(default=False, metadata={"help": "Reward the fraction of tests passed."})
     verifier_timeout_s: float = field(default=5.0, metadata={"help": "Wall-time limit per program, seconds."})
-    verifier_isolation: str = field(
-        default="auto",
-        metadata={
-            "help": "Sandbox of the candidate programs: auto or bwrap (bubblewrap, required), or rlimits (weak "
-            "isolation, by name only: the candidate can read files and use the network).",
-            "choices": ["auto", "bwrap", "rlimits"],
-        },
+    verifier_isolation: str = choice(
+        ["auto", "bwrap", "rlimits"],
+        "Sandbox of the candidate programs: auto or bwrap (bubblewrap, required), or rlimits (weak isolation, by "
+        "name only: the candidate can read files and use the network).",
     )
     site_packages: bool = field(
         default=False,

@@ -131,7 +131,7 @@ def test_hub_dataset_missing_column_names_it_and_the_available_ones(tmp_path):
         hub_prompt_dataset(path, None, "train", "question", {"answer": "solution"})
 
 
-def test_code_example_builds_humaneval_references_from_test_and_entry_point(tmp_path):
+def import_code_example():
     import sys
     from pathlib import Path
 
@@ -141,6 +141,11 @@ def test_code_example_builds_humaneval_references_from_test_and_entry_point(tmp_
         import grpo_code
     finally:
         sys.path.remove(examples)
+    return grpo_code
+
+
+def test_code_example_builds_humaneval_references_from_test_and_entry_point(tmp_path):
+    grpo_code = import_code_example()
     rows = [
         {
             "prompt": "def inc(x):\n",
@@ -161,15 +166,7 @@ def test_code_example_builds_humaneval_references_from_test_and_entry_point(tmp_
 
 
 def test_code_example_builds_cpp_rows_with_their_limits_and_checker(tmp_path):
-    import sys
-    from pathlib import Path
-
-    examples = str(Path(__file__).resolve().parents[2] / "examples")
-    sys.path.insert(0, examples)
-    try:
-        import grpo_code
-    finally:
-        sys.path.remove(examples)
+    grpo_code = import_code_example()
     cases = [{"input": "1 2\n", "output": "3\n"}]
     rows = [
         {"statement": "A+B", "official_tests": cases, "time_limit": 2.0, "memory_limit": 256.0, "checker": None},
