@@ -178,13 +178,12 @@ class Checker:
         )
 
 
-def run_native_case(
-    pool: SandboxPool, program: bytes, stdin: str, expected: str, limits: CaseLimits,
-    float_tolerance: float | None = None, checker: Checker | None = None,
-) -> Outcome:  # fmt: skip
-    """One stdin/stdout case of a compiled program: it passes when it exits with status 0 within its time and memory,
-    and its output matches (`outputs_match`, as for a Python program) or the checker accepts it."""
-    run = run_program(pool, program, stdin, limits)
+def judge_case(
+    run: SandboxRun, stdin: str, expected: str, float_tolerance: float | None, checker: Checker | None
+) -> Outcome:
+    """One stdin/stdout case of a program (compiled, or a Python script): it passes when it exits with status 0
+    within its time and memory, and its output matches (`outputs_match`) or, where the row has one, the checker
+    accepts it."""
     if checker is not None:
         return stdio_outcome(run, lambda actual: checker.judge(stdin, actual, expected))
     return stdio_outcome(run, lambda actual: compare_output(actual, expected, float_tolerance))

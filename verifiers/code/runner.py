@@ -352,14 +352,6 @@ def stdio_outcome(run: SandboxRun, judge: Callable[[str], bool | Outcome]) -> Ou
     return Outcome(1, 1)
 
 
-def run_stdio_case(
-    pool: SandboxPool, code: str, stdin: str, expected: str, float_tolerance: float | None = None
-) -> Outcome:
-    """One stdin/stdout case: passes when the program exits with status 0 in time and its output matches."""
-    run = run_in_sandbox(pool, {"mode": "script", "code": code, "stdin": stdin})
-    return stdio_outcome(run, lambda actual: compare_output(actual, expected, float_tolerance))
-
-
 def _check_setup(sandbox, deadline: float) -> None:
     """The harness reports its set-up (limits, uid drop) before it runs the candidate, then closes the reply pipe."""
     remaining = deadline - time.monotonic()
@@ -373,4 +365,7 @@ def _check_setup(sandbox, deadline: float) -> None:
         raise SandboxError(f"the sandbox could not set up the candidate's limits: {why}")
 
 
-__all__ = ["JUDGE_ERROR", "JudgeError", "JudgeProcess", "Outcome", "run_function_tests", "run_stdio_case"]
+__all__ = [
+    "JUDGE_ERROR", "JudgeError", "JudgeProcess", "Outcome", "SandboxRun", "run_function_tests", "run_in_sandbox",
+    "stdio_outcome",
+]  # fmt: skip

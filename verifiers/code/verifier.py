@@ -52,9 +52,10 @@ from .native import (
     Compiled,
     ProgramCache,
     compiler_missing,
-    run_native_case,
+    judge_case,
+    run_program,
 )
-from .runner import JUDGE_ERROR, JudgeError, JudgeProcess, Outcome, run_function_tests, run_stdio_case
+from .runner import JUDGE_ERROR, JudgeError, JudgeProcess, Outcome, run_function_tests, run_in_sandbox
 
 logger = logging.getLogger("trl_grpo_ext.verifiers")
 
@@ -328,10 +329,23 @@ class CodeVerifier(Verifier):
     def _run(self, kind: str, tests: Any, code: str) -> Outcome:
         if kind == "functions":
             return run_function_tests(self._pool, self._judge, code, {**tests, "module": self.solution_module})
+        checker = self._checker(tests)
+        if isinstance(checker, Outcome):
+            return checker
+
+        def run_case(stdin: str, expected: str) -> Outcome:
+            run = run_in_sandbox(self._pool, {"mode": "script", "code": code, "stdin": stdin})
+            return judge_case(run, stdin, expected, self.float_tolerance, checker)
+
+        return self._each_case(tests, run_case)
+
+    def _each_case(self, tests: list, run_case) -> Outcome:
+        """Stdio cases one by one, stopping at the first failure unless `partial_credit`; a case without a verdict
+        (the machine stalled it, or the row's checker failed) ends the run without one."""
         total, passed, first_error, failures = len(tests), 0, None, []
         for stdin, expected in tests:
-            case = run_stdio_case(self._pool, code, stdin, expected, self.float_tolerance)
-            if case.stalled:  # no verdict on this completion: the machine failed it, not the program
+            case = run_case(stdin, expected)
+            if case.stalled or case.unusable:  # no verdict on this completion: the machine or the row failed it
                 return case
             passed += case.passed
             failures += case.failures[:1]
@@ -343,6 +357,22 @@ class CodeVerifier(Verifier):
     def _compiled(self, source: str) -> Compiled | Outcome:
         return self.programs.get(self._compile_pool_started(), source, self.cpp_flags)
 
+    def _checker(self, tests: list) -> Checker | Outcome | None:
+        """The row's checker, compiled (cached like any program) and run with the compile limits; None without one;
+        an Outcome when it cannot be had (it does not compile: `unusable_reference`; the machine stalled it)."""
+        source = getattr(tests, "options", {}).get("checker")
+        if source is None:
+            return None
+        if (missing := compiler_missing()) is not None:
+            raise SandboxError(f"the row has a checker, and {missing}")
+        built = self._compiled(source)
+        if isinstance(built, Outcome):
+            return built
+        if built.program is None:
+            return Outcome(unusable=f"checker: does not compile: {built.error}")
+        tool = CaseLimits(self.compile_limits.time_s, self.compile_limits.memory_mb)
+        return Checker(built.program, self._compile_pool_started(), tool)
+
     def _run_cpp(self, tests: list, code: str) -> Outcome:
         """A C++ program on stdio cases: compiled once (cached by its hash), then run per case in a fresh sandbox
         under the row's time limit (else `timeout_s`) and memory limit (at most `memory_mb`); a checker, when the
@@ -353,32 +383,19 @@ class CodeVerifier(Verifier):
             return compiled
         if compiled.program is None:
             return Outcome(0, len(tests), f"{COMPILE_ERROR}: {compiled.error}")
-        checker = None
-        if "checker" in options:
-            built = self._compiled(options["checker"])
-            if isinstance(built, Outcome):
-                return built
-            if built.program is None:
-                return Outcome(unusable=f"checker: does not compile: {built.error}")
-            tool = CaseLimits(self.compile_limits.time_s, self.compile_limits.memory_mb)
-            checker = Checker(built.program, self._compile_pool_started(), tool)
+        checker = self._checker(tests)
+        if isinstance(checker, Outcome):
+            return checker
         limits = CaseLimits(
             options.get("time_limit", self.limits.time_s),
             int(min(options.get("memory_limit", self.limits.memory_mb), self.limits.memory_mb)),
         )
-        total, passed, first_error, failures = len(tests), 0, None, []
-        for stdin, expected in tests:
-            case = run_native_case(
-                self._pool, compiled.program, stdin, expected, limits, self.float_tolerance, checker
-            )
-            if case.stalled or case.unusable:  # no verdict: the machine, or the row's checker, failed
-                return case
-            passed += case.passed
-            failures += case.failures[:1]
-            first_error = first_error or case.error
-            if not case.passed and not self.partial_credit:
-                break
-        return Outcome(passed, total, first_error, failures=failures[:5])
+
+        def run_case(stdin: str, expected: str) -> Outcome:
+            run = run_program(self._pool, compiled.program, stdin, limits)
+            return judge_case(run, stdin, expected, self.float_tolerance, checker)
+
+        return self._each_case(tests, run_case)
 
     def _result(self, outcome: Outcome, code: str, completion: str, language: str = "python") -> VerificationResult:
         details = self._details(outcome)

@@ -264,3 +264,13 @@ def test_stdio_rows_with_their_rules_are_parsed():
     for bad in ({"time_limit": -1}, {"memory_limit": "256"}, {"checker": 5}, {"time_limit": True}):
         with pytest.raises(ValueError, match="time_limit|memory_limit|checker"):
             parse_reference({"tests": CASES, **bad})
+
+
+def test_a_checker_judges_python_programs_too(verifier):
+    last_pair = (
+        "n, t = map(int, input().split())\na = list(map(int, input().split()))\n"
+        "pairs = [(i + 1, j + 1) for i in range(n) for j in range(n) if i != j and a[i] + a[j] == t]\n"
+        "print(*pairs[-1]) if pairs else print(-1)\n"
+    )
+    assert verifier.verify(fenced(last_pair, "python"), ANY_PAIR).reason == "correct"  # not the expected pair
+    assert verifier.verify(fenced("print(1, 2)\n", "python"), ANY_PAIR).reason == "wrong"
