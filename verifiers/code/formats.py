@@ -7,7 +7,9 @@
     the same with each input a string of JSON lines                   calls: LiveCodeBench "functional"
     [{"input": "[1]\n2", "output": "3", "testtype": "functional",      calls: LiveCodeBench test cases, the function's
       "metadata": {"func_name": "f"}}, ...]                                  name in each case's metadata
-    [{"input": ..., "output": ...}] / {"inputs": [...], "outputs": [...]}  stdio
+    [{"input": ..., "output": ...}] / {"inputs": [...], "outputs": [...]}  stdio (a Python or C++ program)
+    {"input": [...], "output": [...]} (CodeContests) / {"tests": [{"input", "output"}, ...]}  stdio, and a dict may add
+      "time_limit" (seconds), "memory_limit" (MiB) and "checker" (C++ source, testlib's contract): `StdioCases.options`
     any of these dicts or lists as the JSON string datasets store (APPS `input_output`, LiveCodeBench
     `public_test_cases`)
 
