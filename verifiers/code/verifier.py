@@ -9,7 +9,9 @@ verifier.verify(completion, "from solution import add\\ndef test_add(): assert a
 verifier.verify(completion, {"fn_name": "add", "inputs": [[1, 2]], "outputs": [3]})     # call-based (APPS)
 ```
 
-Each format is detected from the reference (code/formats.py).
+Each format is detected from the reference (code/formats.py). The language from the completion: the last fenced block
+tagged python or cpp/c++/cc (or `language="python"`/`"cpp"`); a C++ program is compiled and run in the same sandbox,
+on stdin/stdout cases, with the row's time limit, memory limit and checker (code/native.py).
 
 The verdict is formed outside the sandbox (see code/standalone/judge.py and code/standalone/harness.py for why it cannot be forged) and the
 result's `details` say which isolation was in force (see sandbox/isolation.py for what each level protects against).
@@ -165,7 +167,9 @@ class CodeVerifier(Verifier):
 
     `float_tolerance` (stdin/stdout cases only; default None, exact lines) accepts real-number tokens within
     absolute-or-relative error `float_tolerance`, e.g. 1e-6 (see `code/runner.py`, `outputs_match`). `solution_module`
-    (default "solution") is the module pytest- and unittest-style tests import the solution from.
+    (default "solution") is the module pytest- and unittest-style tests import the solution from. `language` ("auto",
+    "python", "cpp"), `cpp_flags` (g++'s, default ["-O2", "-std=c++17"]), `compile_timeout_s` (10, CPU time) and
+    `compile_memory_mb` (1024) concern C++ programs (docs/code_verifier.md, C++ programs and checkers).
     """
 
     def __init__(

@@ -85,7 +85,7 @@ ATTACKS = {
         }
         int main() {
             for (int fd = 3; fd < 256; fd++) { char b[4096]; ssize_t n = read(fd, b, sizeof b); if (n > 0) ESCAPED("fd"); }
-            for (const char* root : {"/tmp", "/dev", "/proc", "/etc", "/opt", "/run", "/var", "/home", "/work", "/mnt"})
+            for (const char* root : {"/tmp", "/dev", "/proc", "/etc", "/opt", "/run", "/var", "/home", "/srv", "/mnt"})
                 search(root, 1);
             puts("contained");
         }""",
