@@ -1,5 +1,5 @@
-""".ci/run, with `make`, `apt-get` and `bwrap` replaced by stand-ins on a PATH of its own: it fails when bubblewrap
-cannot be installed, ends with the number of skipped tests and their reasons, and fails if there is any."""
+""".ci/run, with `make`, `apt-get`, `bwrap` and `g++` replaced by stand-ins on a PATH of its own: it fails when
+bubblewrap or g++ cannot be installed, ends with the number of skipped tests and their reasons, and fails if there is any."""
 
 from __future__ import annotations
 
@@ -38,6 +38,9 @@ def run_ci(clone: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
     )
 
 
+SANDBOX_TOOLS = {"bwrap": "exit 0", "g++": "exit 0"}  # installed: bubblewrap, and g++ for the C++ path
+
+
 # Two sessions, as `make test` and `make test-slow`, each appending its skips to the log .ci/run gives them.
 MAKE_WITH_SKIPS = """
 [ "$CI" = true ] || exit 3
@@ -50,7 +53,7 @@ exit 0
 
 def test_the_run_ends_with_the_number_of_skipped_tests_and_why_and_fails(tmp_path):
     """In CI pytest fails each skip itself; the run fails on a skip that got through regardless."""
-    clone, env = ci_layout(tmp_path, {"make": MAKE_WITH_SKIPS, "bwrap": "exit 0"})
+    clone, env = ci_layout(tmp_path, {"make": MAKE_WITH_SKIPS, **SANDBOX_TOOLS})
     result = run_ci(clone, env)
     assert result.returncode == 1, result.stderr
     assert "skipped tests: 3 (CI allows none)" in result.stdout
@@ -58,7 +61,7 @@ def test_the_run_ends_with_the_number_of_skipped_tests_and_why_and_fails(tmp_pat
 
 
 def test_no_skip_prints_zero(tmp_path):
-    clone, env = ci_layout(tmp_path, {"make": "exit 0", "bwrap": "exit 0"})
+    clone, env = ci_layout(tmp_path, {"make": "exit 0", **SANDBOX_TOOLS})
     result = run_ci(clone, env)
     assert result.returncode == 0 and "skipped tests: 0" in result.stdout
 
@@ -70,19 +73,25 @@ def test_fails_when_bubblewrap_cannot_be_installed(tmp_path):
     assert "bubblewrap (bwrap) is not installed and could not be installed" in result.stderr
 
 
-def test_installs_bubblewrap_when_missing(tmp_path):
-    installer = (
-        'if [ "$1" = install ]; then printf "#!%s\\nexit 0\\n" "$(command -v bash)" > "$(dirname "$0")/bwrap"; '
-    )
-    installer += 'chmod +x "$(dirname "$0")/bwrap"; fi; exit 0'
+def test_fails_when_gxx_cannot_be_installed(tmp_path):
+    clone, env = ci_layout(tmp_path, {"make": "exit 0", "bwrap": "exit 0", "apt-get": "exit 100"})
+    result = run_ci(clone, env)
+    assert result.returncode == 1
+    assert "g++ is not installed and could not be installed" in result.stderr
+
+
+def test_installs_bubblewrap_and_gxx_when_missing(tmp_path):
+    installer = 'if [ "$1" = install ]; then for tool in bwrap g++; do '
+    installer += 'printf "#!%s\\nexit 0\\n" "$(command -v bash)" > "$(dirname "$0")/$tool"; '
+    installer += 'chmod +x "$(dirname "$0")/$tool"; done; fi; exit 0'
     clone, env = ci_layout(tmp_path, {"make": "exit 0", "apt-get": installer})
     result = run_ci(clone, env)
     assert result.returncode == 0, result.stderr
-    assert (tmp_path / "bin" / "bwrap").exists()
+    assert (tmp_path / "bin" / "bwrap").exists() and (tmp_path / "bin" / "g++").exists()
 
 
 def test_fails_without_shared_next_to_the_clone(tmp_path):
-    clone, env = ci_layout(tmp_path, {"make": "exit 0", "bwrap": "exit 0"})
+    clone, env = ci_layout(tmp_path, {"make": "exit 0", **SANDBOX_TOOLS})
     shutil.rmtree(tmp_path / "shared")
     result = run_ci(clone, env)
     assert result.returncode == 1 and "../shared/data/math_equivalence is missing" in result.stderr

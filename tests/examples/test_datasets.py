@@ -131,7 +131,7 @@ def test_hub_dataset_missing_column_names_it_and_the_available_ones(tmp_path):
         hub_prompt_dataset(path, None, "train", "question", {"answer": "solution"})
 
 
-def test_code_example_builds_humaneval_references_from_test_and_entry_point(tmp_path):
+def import_code_example():
     import sys
     from pathlib import Path
 
@@ -141,6 +141,11 @@ def test_code_example_builds_humaneval_references_from_test_and_entry_point(tmp_
         import grpo_code
     finally:
         sys.path.remove(examples)
+    return grpo_code
+
+
+def test_code_example_builds_humaneval_references_from_test_and_entry_point(tmp_path):
+    grpo_code = import_code_example()
     rows = [
         {
             "prompt": "def inc(x):\n",
@@ -158,3 +163,23 @@ def test_code_example_builds_humaneval_references_from_test_and_entry_point(tmp_
     dataset = grpo_code.load_train_dataset(script_args, seed=0)
     assert dataset[0]["tests"] == {"test": rows[0]["test"], "entry_point": "inc"}
     assert dataset[0]["prompt"] == [{"role": "user", "content": "def inc(x):\n"}]
+
+
+def test_code_example_builds_cpp_rows_with_their_limits_and_checker(tmp_path):
+    grpo_code = import_code_example()
+    cases = [{"input": "1 2\n", "output": "3\n"}]
+    rows = [
+        {"statement": "A+B", "official_tests": cases, "time_limit": 2.0, "memory_limit": 256.0, "checker": None},
+    ]
+    script_args = grpo_code.CodeScriptArguments(
+        dataset_name=write_local_dataset(tmp_path, rows),
+        prompt_column="statement",
+        tests_column="official_tests",
+        language="cpp",
+        time_limit_column="time_limit",
+        memory_limit_column="memory_limit",
+        checker_column="checker",
+    )
+    dataset = grpo_code.load_train_dataset(script_args, seed=0)
+    assert dataset[0]["tests"] == {"tests": cases, "time_limit": 2.0, "memory_limit": 256.0, "checker": None}
+    assert "```cpp" in dataset[0]["prompt"][0]["content"]

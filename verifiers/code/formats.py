@@ -7,7 +7,9 @@
     the same with each input a string of JSON lines                   calls: LiveCodeBench "functional"
     [{"input": "[1]\n2", "output": "3", "testtype": "functional",      calls: LiveCodeBench test cases, the function's
       "metadata": {"func_name": "f"}}, ...]                                  name in each case's metadata
-    [{"input": ..., "output": ...}] / {"inputs": [...], "outputs": [...]}  stdio
+    [{"input": ..., "output": ...}] / {"inputs": [...], "outputs": [...]}  stdio (a Python or C++ program)
+    {"input": [...], "output": [...]} (CodeContests) / {"tests": [{"input", "output"}, ...]}  stdio, and a dict may add
+      "time_limit" (seconds), "memory_limit" (MiB) and "checker" (C++ source, testlib's contract): `StdioCases.options`
     any of these dicts or lists as the JSON string datasets store (APPS `input_output`, LiveCodeBench
     `public_test_cases`)
 
@@ -27,6 +29,39 @@ from .standalone.protocol import ProtocolError, encode
 FUNCTION_NAME_KEYS = ("fn_name", "func_name")
 
 
+class StdioCases(list):
+    """Stdin/stdout cases, [(input, output), ...], with the row's own rules in `options`: `time_limit` (seconds per
+    case, for compiled programs), `memory_limit` (MiB), `checker` (a C++ source, testlib's contract)."""
+
+    options: dict
+
+    def __init__(self, cases, options: dict | None = None):
+        super().__init__(cases)
+        self.options = options or {}
+
+
+STDIO_CASE_KEYS = ("tests", "official_tests", "test_cases")
+STDIO_OPTION_KEYS = ("time_limit", "memory_limit", "checker")
+
+
+def _stdio_options(row: dict) -> dict:
+    """A row's time limit (seconds), memory limit (MiB) and checker (C++ source), checked; absent ones left out."""
+    options = {}
+    for key in ("time_limit", "memory_limit"):
+        value = row.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e6:
+            raise ValueError(f"a stdio row's {key} must be a positive number, got {value!r:.{QUOTED_CHARS}}")
+        options[key] = float(value)
+    checker = row.get("checker")
+    if checker is not None:
+        if not _text(checker) or not checker.strip():
+            raise ValueError("a stdio row's checker must be the C++ source of a checker program (testlib's contract)")
+        options["checker"] = checker
+    return options
+
+
 def parse_reference(reference: Any) -> tuple[str, Any]:
     """("functions", job) or ("stdio", [(input, output), ...]); ValueError when the reference is unusable.
 
@@ -43,15 +78,23 @@ def parse_reference(reference: Any) -> tuple[str, Any]:
     if isinstance(reference, list) and reference and all(isinstance(t, dict) for t in reference):
         if any(t.get("testtype") == "functional" for t in reference):
             return "functions", _livecodebench_cases(reference)
-        return "stdio", [_case(t.get("input"), t.get("output")) for t in reference]
+        return "stdio", StdioCases([_case(t.get("input"), t.get("output")) for t in reference])
     if isinstance(reference, dict):
         name = next((reference[k] for k in FUNCTION_NAME_KEYS if reference.get(k)), None)
-        if "inputs" in reference and "outputs" in reference:
-            inputs, outputs = reference["inputs"], reference["outputs"]
+        plural = "inputs" in reference and "outputs" in reference
+        if plural or (isinstance(reference.get("input"), list) and isinstance(reference.get("output"), list)):
+            # CodeContests stores its cases as {"input": [...], "output": [...]}
+            inputs, outputs = (
+                (reference["inputs"], reference["outputs"]) if plural else (reference["input"], reference["output"])
+            )
             if isinstance(inputs, list) and isinstance(outputs, list) and len(inputs) == len(outputs) and inputs:
                 if name is not None:
                     return "functions", _call_cases(name, inputs, outputs)
-                return "stdio", [_case(i, o) for i, o in zip(inputs, outputs)]
+                return "stdio", StdioCases([_case(i, o) for i, o in zip(inputs, outputs)], _stdio_options(reference))
+        cases = next((reference[k] for k in STDIO_CASE_KEYS if isinstance(reference.get(k), list)), None)
+        if name is None and cases and all(isinstance(t, dict) for t in cases):  # {"tests": [...], "time_limit": ...}
+            stdio = [_case(t.get("input"), t.get("output")) for t in cases]
+            return "stdio", StdioCases(stdio, _stdio_options(reference))
         if isinstance(reference.get("test"), str):
             entry = reference.get("entry_point")
             entry = entry if isinstance(entry, str) else None

@@ -19,6 +19,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from itertools import compress
@@ -295,17 +296,26 @@ def _numbers_match(got: str, want: str, tolerance: float) -> bool:
     return math.isfinite(x) and math.isfinite(y) and abs(x - y) <= tolerance * max(1.0, abs(y))
 
 
-def run_stdio_case(
-    pool: SandboxPool, code: str, stdin: str, expected: str, float_tolerance: float | None = None
-) -> Outcome:
-    """One stdin/stdout case: passes when the program exits with status 0 in time and its output matches."""
+@dataclass
+class SandboxRun:
+    """One program's run in a sandbox: its stdout, why its clock or its output bound stopped it (None if neither),
+    its exit status and its clock."""
+
+    output: bytes
+    stopped: str | None
+    status: int | None
+    clock: CandidateClock
+
+
+def run_in_sandbox(pool: SandboxPool, message: dict, budget_s: float | None = None) -> SandboxRun:
+    """Send `message` (the only one: a script, a compile, a native program) to a fresh sandbox of `pool`, then read
+    its stdout and wait for its end, on the candidate's clock (`budget_s`, else the pool's `time_s`)."""
     sandbox = pool.acquire(refill=False)
     try:
-        sandbox.send({"mode": "script", "code": code, "stdin": stdin})
-        os.close(sandbox.request_w)
-        sandbox.request_w = -1
+        sandbox.send(message)
+        sandbox.close_request()
         pool.refill()  # while the candidate runs
-        clock = CandidateClock(sandbox.cgroup, pool.limits.time_s, judged=False)
+        clock = CandidateClock(sandbox.cgroup, pool.limits.time_s if budget_s is None else budget_s, judged=False)
         _check_setup(sandbox, time.monotonic() + clock.backstop_s)
         output, stopped = sandbox.read_stdout(clock)
         status = None
@@ -313,17 +323,30 @@ def run_stdio_case(
             stopped = clock.expired()
     finally:
         sandbox.finish()
-    if stopped == "stalled":
-        return Outcome(stalled=clock.describe())
-    if stopped is not None:
-        return Outcome(0, 1, stopped)
-    if status != 0:
-        return Outcome(0, 1, f"runtime_error: exit status {status}")
-    actual = output.decode("utf-8", errors="replace")
+    return SandboxRun(output, stopped, status, clock)
+
+
+def compare_output(actual: str, expected: str, float_tolerance: float | None) -> bool | Outcome:
+    """`outputs_match`, or the judge_error of a bug of ours on this output (two strings raise nothing else)."""
     try:
-        matched = outputs_match(actual, expected, float_tolerance)
-    except Exception as exc:  # comparing two strings raises nothing but by a bug of ours, on this output
+        return outputs_match(actual, expected, float_tolerance)
+    except Exception as exc:
         return Outcome(0, 1, f"{JUDGE_ERROR}: comparing the output: {type(exc).__name__}: {exc}")
+
+
+def stdio_outcome(run: SandboxRun, judge: Callable[[str], bool | Outcome]) -> Outcome:
+    """A stdio case's outcome: passed when the program exits with status 0 in time and `judge` accepts its output
+    (True); an Outcome from `judge` is final (a judge_error, or a checker that failed: no verdict)."""
+    if run.stopped == "stalled":
+        return Outcome(stalled=run.clock.describe())
+    if run.stopped is not None:
+        return Outcome(0, 1, run.stopped)
+    if run.status != 0:
+        return Outcome(0, 1, f"runtime_error: exit status {run.status}")
+    actual = run.output.decode("utf-8", errors="replace")
+    matched = judge(actual)
+    if isinstance(matched, Outcome):
+        return matched
     if not matched:
         return Outcome(0, 1, None, failures=[{"error": "wrong output", "output": actual[:SHOWN_OUTPUT_CHARS]}])
     return Outcome(1, 1)
@@ -342,4 +365,7 @@ def _check_setup(sandbox, deadline: float) -> None:
         raise SandboxError(f"the sandbox could not set up the candidate's limits: {why}")
 
 
-__all__ = ["JUDGE_ERROR", "JudgeError", "JudgeProcess", "Outcome", "run_function_tests", "run_stdio_case"]
+__all__ = [
+    "JUDGE_ERROR", "JudgeError", "JudgeProcess", "Outcome", "SandboxRun", "run_function_tests", "run_in_sandbox",
+    "stdio_outcome",
+]  # fmt: skip

@@ -9,7 +9,9 @@ verifier.verify(completion, "from solution import add\\ndef test_add(): assert a
 verifier.verify(completion, {"fn_name": "add", "inputs": [[1, 2]], "outputs": [3]})     # call-based (APPS)
 ```
 
-Each format is detected from the reference (code/formats.py).
+Each format is detected from the reference (code/formats.py). The language from the completion: the last fenced block
+tagged python or cpp/c++/cc (or `language="python"`/`"cpp"`); a C++ program is compiled and run in the same sandbox,
+on stdin/stdout cases, with the row's time limit, memory limit and checker (code/native.py).
 
 The verdict is formed outside the sandbox (see code/standalone/judge.py and code/standalone/harness.py for why it cannot be forged) and the
 result's `details` say which isolation was in force (see sandbox/isolation.py for what each level protects against).
@@ -41,7 +43,21 @@ from ..core.registry import register_verifier
 from ..sandbox.cgroups import candidate_cgroups
 from ..sandbox.pool import Limits, SandboxError, SandboxPool, detect_isolation
 from .formats import parse_reference
-from .runner import JUDGE_ERROR, JudgeError, JudgeProcess, Outcome, run_function_tests, run_stdio_case
+from .native import (
+    COMPILE_ERROR,
+    CPP_LANGUAGES,
+    DEFAULT_CPP_FLAGS,
+    LANGUAGES,
+    MAX_PROGRAM_BYTES,
+    CaseLimits,
+    Checker,
+    Compiled,
+    ProgramCache,
+    compiler_missing,
+    judge_case,
+    run_program,
+)
+from .runner import JUDGE_ERROR, JudgeError, JudgeProcess, Outcome, run_function_tests, run_in_sandbox
 
 logger = logging.getLogger("trl_grpo_ext.verifiers")
 
@@ -88,12 +104,13 @@ def _plain(value: Any, depth: int = 0) -> bool:
     return False
 
 
-def _same_run_key(completion: Any, reference: Any) -> tuple | None:
-    """What decides a run: the extracted program and the tests (the options are the verifier's own); None when the
-    item should not be grouped (not text, or a reference of other types, whose repr may not say what it holds)."""
+def _same_run_key(completion: Any, reference: Any, language: str = "auto") -> tuple | None:
+    """What decides a run: the extracted program, its language and the tests (the options are the verifier's own);
+    None when the item should not be grouped (not text, or a reference of other types, whose repr may not say what
+    it holds)."""
     if not isinstance(completion, str) or not _plain(reference):
         return None
-    return extract_code(completion), type(reference).__name__, repr(reference)
+    return extract_program(completion, language), type(reference).__name__, repr(reference)
 
 
 def extract_code(completion: str) -> str:
@@ -103,6 +120,30 @@ def extract_code(completion: str) -> str:
     if python_blocks or blocks:
         return (python_blocks or [body for _, body in blocks])[-1]
     return completion
+
+
+def looks_like_cpp(code: str) -> bool:
+    """Untagged code that is a C++ program: a line that starts with `#include` and a `main(` (in Python, `#include`
+    is a comment, and a program of one comment and `int main(` does not parse)."""
+    return "main(" in code and any(line.lstrip().startswith("#include") for line in code.splitlines())
+
+
+def extract_program(completion: str, language: str = "auto") -> tuple[str, str]:
+    """("python" or "cpp", the code). `auto`: the last fenced block tagged with a language of either (`python`,
+    `py`, `python3`; `cpp`, `c++`, `cc`, `cxx`) decides; without one, the Python rule of `extract_code`, and the code
+    is C++ when it reads as a C++ program (`looks_like_cpp`). `python`: `extract_code`. `cpp`: the last block tagged
+    C++, else the last fenced block, else the whole text."""
+    if language == "python":
+        return "python", extract_code(completion)
+    blocks = fenced_blocks(completion)
+    if language == "cpp":
+        tagged = [body for lang, body in blocks if lang.lower() in CPP_LANGUAGES]
+        return "cpp", (tagged or [body for _, body in blocks] or [completion])[-1]
+    known = [(lang.lower(), body) for lang, body in blocks if lang.lower() in (*PYTHON_LANGUAGES, *CPP_LANGUAGES)]
+    if known:
+        return ("cpp" if known[-1][0] in CPP_LANGUAGES else "python"), known[-1][1]
+    code = extract_code(completion)
+    return ("cpp" if looks_like_cpp(code) else "python"), code
 
 
 def is_prose(completion: str) -> bool:
@@ -126,7 +167,9 @@ class CodeVerifier(Verifier):
 
     `float_tolerance` (stdin/stdout cases only; default None, exact lines) accepts real-number tokens within
     absolute-or-relative error `float_tolerance`, e.g. 1e-6 (see `code/runner.py`, `outputs_match`). `solution_module`
-    (default "solution") is the module pytest- and unittest-style tests import the solution from.
+    (default "solution") is the module pytest- and unittest-style tests import the solution from. `language` ("auto",
+    "python", "cpp"), `cpp_flags` (g++'s, default ["-O2", "-std=c++17"]), `compile_timeout_s` (10, CPU time) and
+    `compile_memory_mb` (1024) concern C++ programs (docs/code_verifier.md, C++ programs and checkers).
     """
 
     def __init__(
@@ -143,6 +186,10 @@ class CodeVerifier(Verifier):
         site_packages: bool = False,
         solution_module: str = "solution",
         cgroup: bool = True,
+        language: str = "auto",
+        cpp_flags: Sequence[str] = DEFAULT_CPP_FLAGS,
+        compile_timeout_s: float = 10.0,
+        compile_memory_mb: int = 1024,
     ):
         for name, value in (("timeout_s", timeout_s), ("memory_mb", memory_mb), ("max_processes", max_processes)):
             if not isinstance(value, (int, float)) or value <= 0:
@@ -171,6 +218,30 @@ class CodeVerifier(Verifier):
                 "import the solution from (`from solution import f`: 'solution', the default)."
             )
         self.solution_module = solution_module
+        if language not in LANGUAGES:
+            raise ValueError(
+                f"code verifier option language={language!r} must be one of {', '.join(map(repr, LANGUAGES))}: 'auto' "
+                "(the completion's last fenced block tagged python or cpp/c++/cc decides), 'python' or 'cpp'."
+            )
+        if isinstance(cpp_flags, str) or not all(isinstance(f, str) and f.startswith("-") for f in cpp_flags):
+            raise ValueError(
+                f"code verifier option cpp_flags={cpp_flags!r} must be a list of g++ options, e.g. ['-O2', "
+                "'-std=c++17'] (the default)."
+            )
+        for name, value in (("compile_timeout_s", compile_timeout_s), ("compile_memory_mb", compile_memory_mb)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"code verifier option {name}={value!r} must be a positive number.")
+        self.language = language
+        self.cpp_flags = tuple(cpp_flags)
+        if language == "cpp" and (missing := compiler_missing()) is not None:
+            raise RuntimeError(f"code verifier: language='cpp' needs a C++ compiler: {missing}")
+        self.compile_limits = Limits(
+            time_s=float(compile_timeout_s), cpu_s=int(compile_timeout_s) + 1, memory_mb=int(compile_memory_mb),
+            processes=int(max_processes), file_mb=MAX_PROGRAM_BYTES >> 20, tmp_mb=128,
+            output_bytes=MAX_PROGRAM_BYTES + 16,
+        )  # fmt: skip
+        self.programs = ProgramCache()
+        self._compile_pool = None
         self.partial_credit = partial_credit
         self.float_tolerance = float_tolerance
         self.workers = workers or min(8, default_worker_count())  # sandboxes run at once, per training process
@@ -194,6 +265,14 @@ class CodeVerifier(Verifier):
                 self._pool = SandboxPool(self.isolation, self.limits, size=self.workers, cgroups=self._cgroups)
                 self._judge = JudgeProcess()
 
+    def _compile_pool_started(self) -> SandboxPool:
+        """The sandboxes that compile sources and run checkers, with the compile limits; started on first use."""
+        with self._start_lock:
+            if self._compile_pool is None:
+                size = max(1, min(2, self.workers))
+                self._compile_pool = SandboxPool(self.isolation, self.compile_limits, size=size, cgroups=self._cgroups)
+            return self._compile_pool
+
     def verify(self, completion: str, reference: Any) -> VerificationResult:
         return self._verify_same_program([completion], reference)[0]
 
@@ -207,7 +286,20 @@ class CodeVerifier(Verifier):
         except Exception as exc:  # ValueError, or a mapping that fails in its own way
             logger.warning("code verifier: %s", exc)
             return [VerificationResult(None, f"unusable_reference: {exc}") for _ in completions]
-        code = extract_code(completions[0])
+        language, code = extract_program(completions[0], self.language)
+        if language == "cpp" and kind != "stdio":
+            why = (
+                "C++ programs are judged on stdin/stdout cases; this reference is Python test code "
+                f"({'call-based cases' if tests.get('format') == 'calls' else 'asserts or a test module'})"
+            )
+            if self.language == "cpp":  # the verifier was told the dataset is C++: the row is not
+                return [VerificationResult(None, f"unusable_reference: {why}") for _ in completions]
+            # the policy chose C++ for a Python task: its answer, not the row's fault (None would let it escape a 0)
+            details = self._details(Outcome())
+            return [VerificationResult(0.0, f"wrong_language: {why}", code, details) for _ in completions]
+        if language == "cpp" and (missing := compiler_missing()) is not None:
+            logger.error("code verifier: %s", missing)
+            return [self._failed(code, missing) for _ in completions]
         if not code.strip():
             return [
                 VerificationResult(0.0, "no_code", extracted=code, details=self._details(Outcome()))
@@ -217,8 +309,11 @@ class CodeVerifier(Verifier):
         for attempt in range(2):  # a failure of the sandbox or the judge is retried once
             try:
                 self._ensure_started()
-                outcome = self._run(kind, tests, code)
-                return [self._result(outcome, code, completion) for completion in completions]
+                if language == "cpp":
+                    outcome = self._run_cpp(tests, code)
+                else:
+                    outcome = self._run(kind, tests, code)
+                return [self._result(outcome, code, completion, language) for completion in completions]
             except INFRASTRUCTURE_FAILURES as exc:  # the machinery failed: another sandbox or judge may not
                 failure = exc
                 logger.warning("code verifier: %s: %s%s", type(exc).__name__, exc, "; retrying" if not attempt else "")
@@ -238,10 +333,23 @@ class CodeVerifier(Verifier):
     def _run(self, kind: str, tests: Any, code: str) -> Outcome:
         if kind == "functions":
             return run_function_tests(self._pool, self._judge, code, {**tests, "module": self.solution_module})
+        checker = self._checker(tests)
+        if isinstance(checker, Outcome):
+            return checker
+
+        def run_case(stdin: str, expected: str) -> Outcome:
+            run = run_in_sandbox(self._pool, {"mode": "script", "code": code, "stdin": stdin})
+            return judge_case(run, stdin, expected, self.float_tolerance, checker)
+
+        return self._each_case(tests, run_case)
+
+    def _each_case(self, tests: list, run_case) -> Outcome:
+        """Stdio cases one by one, stopping at the first failure unless `partial_credit`; a case without a verdict
+        (the machine stalled it, or the row's checker failed) ends the run without one."""
         total, passed, first_error, failures = len(tests), 0, None, []
         for stdin, expected in tests:
-            case = run_stdio_case(self._pool, code, stdin, expected, self.float_tolerance)
-            if case.stalled:  # no verdict on this completion: the machine failed it, not the program
+            case = run_case(stdin, expected)
+            if case.stalled or case.unusable:  # no verdict on this completion: the machine or the row failed it
                 return case
             passed += case.passed
             failures += case.failures[:1]
@@ -250,7 +358,50 @@ class CodeVerifier(Verifier):
                 break  # one failure decides a binary reward
         return Outcome(passed, total, first_error, failures=failures[:5])
 
-    def _result(self, outcome: Outcome, code: str, completion: str) -> VerificationResult:
+    def _compiled(self, source: str) -> Compiled | Outcome:
+        return self.programs.get(self._compile_pool_started(), source, self.cpp_flags)
+
+    def _checker(self, tests: list) -> Checker | Outcome | None:
+        """The row's checker, compiled (cached like any program) and run with the compile limits; None without one;
+        an Outcome when it cannot be had (it does not compile: `unusable_reference`; the machine stalled it)."""
+        source = getattr(tests, "options", {}).get("checker")
+        if source is None:
+            return None
+        if (missing := compiler_missing()) is not None:
+            raise SandboxError(f"the row has a checker, and {missing}")
+        built = self._compiled(source)
+        if isinstance(built, Outcome):
+            return built
+        if built.program is None:
+            return Outcome(unusable=f"checker: does not compile: {built.error}")
+        tool = CaseLimits(self.compile_limits.time_s, self.compile_limits.memory_mb)
+        return Checker(built.program, self._compile_pool_started(), tool)
+
+    def _run_cpp(self, tests: list, code: str) -> Outcome:
+        """A C++ program on stdio cases: compiled once (cached by its hash), then run per case in a fresh sandbox
+        under the row's time limit (else `timeout_s`) and memory limit (at most `memory_mb`); a checker, when the
+        row has one, decides each case."""
+        options = getattr(tests, "options", {})
+        compiled = self._compiled(code)
+        if isinstance(compiled, Outcome):  # the machine stalled the compile: no verdict
+            return compiled
+        if compiled.program is None:
+            return Outcome(0, len(tests), f"{COMPILE_ERROR}: {compiled.error}")
+        checker = self._checker(tests)
+        if isinstance(checker, Outcome):
+            return checker
+        limits = CaseLimits(
+            options.get("time_limit", self.limits.time_s),
+            int(min(options.get("memory_limit", self.limits.memory_mb), self.limits.memory_mb)),
+        )
+
+        def run_case(stdin: str, expected: str) -> Outcome:
+            run = run_program(self._pool, compiled.program, stdin, limits)
+            return judge_case(run, stdin, expected, self.float_tolerance, checker)
+
+        return self._each_case(tests, run_case)
+
+    def _result(self, outcome: Outcome, code: str, completion: str, language: str = "python") -> VerificationResult:
         details = self._details(outcome)
         if outcome.stalled:  # the machine's fault, not the candidate's: counted with the verifier's own failures
             logger.warning("code verifier: stalled: %s", outcome.stalled)
@@ -266,7 +417,9 @@ class CodeVerifier(Verifier):
         if all_passed:
             return VerificationResult(1.0, "correct", code, details)
         score = min(outcome.passed / total, 1.0) if self.partial_credit and total else 0.0
-        if score == 0.0 and is_prose(completion):  # its SyntaxError (or a stdio run's exit status) says less
+        if (
+            score == 0.0 and language == "python" and is_prose(completion)
+        ):  # its SyntaxError (or a stdio run's exit status) says less
             return VerificationResult(0.0, "no_code", code, details)
         return VerificationResult(score, outcome.error or "wrong", code, details)
 
@@ -290,7 +443,7 @@ class CodeVerifier(Verifier):
             return super().verify_batch(completions, references), BatchStats()  # raises the contract's error
         groups: dict[Hashable, list[int]] = {}
         for i, (completion, reference) in enumerate(zip(completions, references)):
-            groups.setdefault(_same_run_key(completion, reference) or ("alone", i), []).append(i)
+            groups.setdefault(_same_run_key(completion, reference, self.language) or ("alone", i), []).append(i)
 
         def run(members: list[int]) -> tuple[list[VerificationResult], float]:
             start = time.perf_counter()
@@ -319,6 +472,9 @@ class CodeVerifier(Verifier):
         if self._executor is not None:
             self._executor.shutdown(wait=True)
             self._executor = None
+        if self._compile_pool is not None:
+            self._compile_pool.close()
+            self._compile_pool = None
         if self._pool is not None:
             self._pool.close()
             self._judge.close()
@@ -331,4 +487,4 @@ class CodeVerifier(Verifier):
             pass
 
 
-__all__ = ["CodeVerifier", "extract_code", "parse_reference"]
+__all__ = ["CodeVerifier", "extract_code", "extract_program", "parse_reference"]

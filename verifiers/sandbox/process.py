@@ -104,6 +104,11 @@ class SandboxProcess:
     def send(self, message: dict) -> None:
         write_message(self.request_w, message)
 
+    def close_request(self) -> None:
+        """The init message was the only one (a script, a compile, a native program): close the request pipe."""
+        self._close_fds(self.request_w)
+        self.request_w = -1
+
     def hand_over_pipes(self) -> None:
         """The judge holds the request and reply pipes now: close this process's copies."""
         self._close_fds(self.request_w, self.reply_r)

@@ -9,6 +9,11 @@ why not) and only then runs the candidate:
     {"mode": "functions", "code": str}  exec the code, report its global names, then serve one request per line:
         {"id": n, "op": "call" | "getattr" | "iter" | "next" | "get", "target": {"name": str} | {"h": n}, ...}
     {"mode": "script", "code": str, "stdin": str}  run the code as __main__; its stdout is the answer
+    {"mode": "compile", "source": str, "compiler": [argv...]}  compile a C++ source with the system's compiler
+        (code/native.py); stdout is b"OK\n" and the program, or b"CE\n" and the compiler's first lines
+    {"mode": "native", "program": base64, "stdin": str, "rlimits": {...}, "files": {name: str}, "argv": [...]}
+        exec the compiled program (a candidate's, or a dataset's checker) in place of this process, stdin from the
+        case, the named files written to /tmp first; its stdout is the answer
 
 Nothing this process sends is trusted: the candidate shares the interpreter and may rewrite any of it. That is why
 only the inputs of the tests ever come in here, and why whatever goes out is decoded as plain data by the judge,
@@ -603,6 +608,71 @@ def run_script(code: str) -> None:
         sys.exit(1)
 
 
+COMPILE_ERROR_BYTES = 4096  # what a compile error reports of the compiler's messages: their first lines
+
+
+def compile_source(source: str, compiler: list) -> None:
+    """Compile `source` (written to main.cpp in the candidate's own /tmp) with `compiler`, the argv the verifier sends
+    (the system's g++, its fixed flags): stdout gets b"OK\n" and the program, or b"CE\n" and the compiler's first
+    messages. The candidate's source runs nothing here: a compiler only reads it (and what it includes)."""
+    import subprocess
+
+    with open("main.cpp", "w", encoding="utf-8") as file:
+        file.write(source)
+    try:
+        done = subprocess.run(
+            compiler, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False
+        )
+        said, status = done.stdout, done.returncode
+    except OSError as exc:
+        said, status = f"cannot run the compiler: {exc}".encode(), -1
+    if status == 0 and os.path.exists("prog"):
+        with open("prog", "rb") as file:
+            program = file.read()
+        write_all(1, b"OK\n" + program)
+        return
+    write_all(1, b"CE\n" + (said.strip() or f"the compiler ended with status {status}".encode())[:COMPILE_ERROR_BYTES])
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def prepare_native(init: dict, limits: dict) -> int:
+    """Before the limits: the program in a memory file of its own (closed on exec), the named files in /tmp, and the
+    rlimits this run asks for (a test's CPU time and memory, no stack limit but the memory's, as judges give it),
+    each at most the hard limit this process has (RLIM_INFINITY, -1: that hard limit). Returns the program's
+    descriptor."""
+    import base64
+
+    for name, text in (init.get("files") or {}).items():
+        with open(os.path.join(limits["workdir"], os.path.basename(name)), "w", encoding="utf-8") as file:
+            file.write(text)
+    fd = os.memfd_create("program", os.MFD_CLOEXEC)
+    write_all(fd, base64.b64decode(init["program"]))
+    wanted = {}
+    for name, (soft, hard) in (init.get("rlimits") or {}).items():
+        ceiling = resource.getrlimit(getattr(resource, name))[1]
+        if ceiling != resource.RLIM_INFINITY:
+            soft, hard = (ceiling if v == resource.RLIM_INFINITY else min(v, ceiling) for v in (soft, hard))
+        wanted[name] = (soft, hard)
+    limits["rlimits"] = {**limits["rlimits"], **wanted}
+    return fd
+
+
+def exec_native(fd: int, init: dict) -> None:
+    """Become the program: same process, same cgroup, rlimits, uid and seccomp filter (both kept across exec)."""
+    argv = [str(a) for a in init.get("argv") or ["main"]]
+    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "HOME": "/tmp"}
+    try:
+        os.execve(fd, argv, env)
+    except OSError as exc:
+        os.write(2, f"cannot run the program: {exc}\n".encode())
+        os._exit(126)
+
+
 def stdin_from_text(text: str) -> None:
     """Make fd 0 a file holding `text`, so `input()`, `sys.stdin` and `open(0)` all see it."""
     fd = os.memfd_create("stdin")
@@ -649,6 +719,19 @@ def serve(request_fd: int, reply_fd: int, limits: dict) -> None:
         set_up(limits, reply_fd)
         os.close(reply_fd)
         run_script(init["code"])  # its stdin is fd 0 already (stdin_from_text)
+    elif init["mode"] == "native":
+        stdin_from_text(init.get("stdin", ""))
+        program = prepare_native(init, limits)
+        os.close(request_fd)
+        set_up(limits, reply_fd)
+        os.close(reply_fd)
+        exec_native(program, init)
+    elif init["mode"] == "compile":
+        stdin_from_text("")
+        os.close(request_fd)
+        set_up(limits, reply_fd)
+        os.close(reply_fd)
+        compile_source(init["source"], init["compiler"])
     else:
         set_up(limits, reply_fd)
         serve_functions(init["code"], requests, reply_fd)

@@ -1,0 +1,189 @@
+"""C++ programs in the same sandbox as Python ones: compiled there, run there per stdio case, checked there.
+
+A C++ source is compiled in a sandbox of its own (a second pool, with the compile limits: CPU time, memory), by the
+system's `g++` with fixed flags; the harness sends the program back on its stdout (code/standalone/harness.py,
+mode "compile"), and the verifier keeps it by the hash of the source and the flags (`ProgramCache`). Each stdio
+case then runs in a fresh sandbox of the candidate's pool: the harness writes the program to a memory file, applies
+the limits (rlimits with the case's CPU time and memory, the uid drop, the seccomp allowlist) and execs it in its own
+place (mode "native"), so the program is the sandboxed process itself, in its cgroup, on the candidate's clock. Its
+stdout is compared here, as a Python program's is (`outputs_match`), or by the row's checker: a program of the
+dataset, compiled and run in the compile pool's sandboxes with the case's input, the candidate's output and the
+expected answer as files, testlib's contract (exit 0 accepts, 1 or 2 rejects, anything else is the checker's fault).
+
+Nothing of this runs on the host: the compiler runs as the candidate, under its seccomp filter, with /usr read-only
+and a /tmp of its own; the expected answers reach only the checker's sandbox, never the candidate's.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import math
+import shutil
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from ..sandbox.pool import SandboxPool
+from .runner import Outcome, SandboxRun, compare_output, run_in_sandbox, stdio_outcome
+
+CPP_LANGUAGES = ("cpp", "c++", "cc", "cxx")
+LANGUAGES = ("auto", "python", "cpp")
+COMPILER = "g++"
+DEFAULT_CPP_FLAGS = ("-O2", "-std=c++17")
+# Always there: the source and program names the harness uses, no colours, no temporary files (-pipe), C++ whatever
+# the flags say.
+FIXED_COMPILE_ARGS = ("-pipe", "-fdiagnostics-color=never", "-o", "prog", "-x", "c++", "main.cpp")
+COMPILE_ERROR_LINES = 5  # how many of the compiler's lines a `compile_error` reason quotes
+COMPILE_ERROR_CHARS = 600
+MAX_PROGRAM_BYTES = 64 << 20  # a program with large initialised arrays; its pool's output bound
+CACHED_PROGRAMS = 512
+# testlib's exit codes: _ok, _wa, _pe accept or reject; _fail (3) and anything else is the checker's own failure.
+CHECKER_ACCEPTS, CHECKER_REJECTS = (0,), (1, 2)
+COMPILE_ERROR, MISSING_COMPILER = "compile_error", "no C++ compiler"
+
+
+def compiler_missing() -> str | None:
+    """Why C++ cannot be judged here (no g++ on the machine), or None."""
+    if shutil.which(COMPILER, path="/usr/local/bin:/usr/bin:/bin") is None:
+        return (
+            f"{MISSING_COMPILER}: `{COMPILER}` is not installed; the code verifier compiles C++ with the "
+            "distribution's g++ inside its sandbox (apt-get install g++)"
+        )
+    return None
+
+
+@dataclass(frozen=True)
+class Compiled:
+    """A compile's result: the program, or the compiler's first lines (`error`), or the limit it reached."""
+
+    program: bytes | None = None
+    error: str | None = None
+
+
+def first_lines(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()][:COMPILE_ERROR_LINES]
+    return " | ".join(lines)[:COMPILE_ERROR_CHARS]
+
+
+def compile_in_sandbox(pool: SandboxPool, source: str, flags: tuple[str, ...]) -> Compiled | Outcome:
+    """Compile `source` in a sandbox of `pool` (the compile limits: its clock is the compile's CPU time). An Outcome
+    only when the machine stalled it (no verdict); SandboxError when the sandbox failed."""
+    run = run_in_sandbox(
+        pool, {"mode": "compile", "source": source, "compiler": [COMPILER, *flags, *FIXED_COMPILE_ARGS]}
+    )
+    limits = pool.limits
+    if run.stopped == "stalled":
+        return Outcome(stalled=run.clock.describe())
+    if run.stopped == "timeout":
+        return Compiled(error=f"time limit: more than {limits.time_s:g} s of CPU time")
+    if run.stopped == "output_limit":
+        return Compiled(error=f"the program is larger than {limits.output_bytes >> 20} MiB")
+    if run.status == 0 and run.output.startswith(b"OK\n"):
+        return Compiled(program=run.output[3:])
+    if run.status == 0 and run.output.startswith(b"CE\n"):
+        return Compiled(error=first_lines(run.output[3:].decode("utf-8", errors="replace")))
+    return Compiled(error=f"the compiler was killed (exit status {run.status}; memory limit {limits.memory_mb} MiB)")
+
+
+class ProgramCache:
+    """Compiled programs by the hash of their source and flags, the newest `CACHED_PROGRAMS` kept; a source compiles
+    once however many threads ask for it at the same time. Compile errors are kept too (the compile is
+    deterministic and its limits are CPU time and memory, not the machine's load); a stalled compile is not."""
+
+    def __init__(self, size: int = CACHED_PROGRAMS):
+        self.size = size
+        self.entries: OrderedDict[str, Compiled] = OrderedDict()
+        self.lock = threading.Lock()
+        self.compiling: dict[str, threading.Lock] = {}
+        self.compiles = 0  # sources actually compiled (the tests and the benchmark read it)
+
+    @staticmethod
+    def key(source: str, flags: tuple[str, ...]) -> str:
+        return hashlib.sha256("\0".join((*flags, source)).encode("utf-8", "surrogatepass")).hexdigest()
+
+    def get(self, pool: SandboxPool, source: str, flags: tuple[str, ...]) -> Compiled | Outcome:
+        key = self.key(source, flags)
+        with self.lock:
+            if key in self.entries:
+                self.entries.move_to_end(key)
+                return self.entries[key]
+            own = self.compiling.setdefault(key, threading.Lock())
+        with own:
+            with self.lock:
+                if key in self.entries:
+                    return self.entries[key]
+            result = compile_in_sandbox(pool, source, flags)
+            with self.lock:
+                self.compiles += 1
+                self.compiling.pop(key, None)
+                if isinstance(result, Compiled):
+                    self.entries[key] = result
+                    while len(self.entries) > self.size:
+                        self.entries.popitem(last=False)
+            return result
+
+
+@dataclass(frozen=True)
+class CaseLimits:
+    """One case's bounds: the candidate's own time (the row's time limit, else `timeout_s`) and its memory."""
+
+    time_s: float
+    memory_mb: int
+
+    def rlimits(self) -> dict:
+        cpu = math.ceil(self.time_s) + 1  # the clock ends it at time_s; the rlimit is the backstop of each process
+        memory = self.memory_mb << 20
+        # The stack: bounded by the memory alone (RLIMIT_AS), as judges give it (deep recursion, 10**6 calls, passes);
+        # unlimited rather than the memory's size, so that each thread's stack stays glibc's default (2 MiB) rather
+        # than the stack limit (four threads would reserve four times the memory).
+        return {"RLIMIT_CPU": [cpu, cpu + 1], "RLIMIT_AS": [memory, memory], "RLIMIT_STACK": [-1, -1]}
+
+
+def run_program(
+    pool: SandboxPool, program: bytes, stdin: str, limits: CaseLimits, files: dict | None = None, argv=None
+) -> SandboxRun:
+    """Run a compiled program in a fresh sandbox of `pool`, on its own clock of `limits.time_s`."""
+    message = {
+        "mode": "native", "program": base64.b64encode(program).decode(), "stdin": stdin,
+        "rlimits": limits.rlimits(), "files": files or {}, "argv": argv or ["main"],
+    }  # fmt: skip
+    return run_in_sandbox(pool, message, limits.time_s)
+
+
+@dataclass(frozen=True)
+class Checker:
+    """A row's checker, compiled: run as `checker input.txt output.txt answer.txt` in `pool` under `limits`."""
+
+    program: bytes
+    pool: SandboxPool
+    limits: CaseLimits
+
+    def judge(self, stdin: str, output: str, expected: str) -> bool | Outcome:
+        """True (accepted), False (rejected), or an `unusable` Outcome: the checker failed, no verdict on the
+        candidate."""
+        files = {"input.txt": stdin, "output.txt": output, "answer.txt": expected}
+        argv = ["checker", "input.txt", "output.txt", "answer.txt"]
+        run = run_program(self.pool, self.program, "", self.limits, files, argv)
+        if run.stopped == "stalled":
+            return Outcome(stalled=run.clock.describe())
+        if run.stopped is not None:
+            return Outcome(unusable=f"checker: {run.stopped} (its limit: {self.limits.time_s:g} s)")
+        if run.status in CHECKER_ACCEPTS:
+            return True
+        if run.status in CHECKER_REJECTS:
+            return False
+        return Outcome(
+            unusable=f"checker: exit status {run.status} (0 accepts, 1 or 2 rejects; 3 is testlib's own failure)"
+        )
+
+
+def judge_case(
+    run: SandboxRun, stdin: str, expected: str, float_tolerance: float | None, checker: Checker | None
+) -> Outcome:
+    """One stdin/stdout case of a program (compiled, or a Python script): it passes when it exits with status 0
+    within its time and memory, and its output matches (`outputs_match`) or, where the row has one, the checker
+    accepts it."""
+    if checker is not None:
+        return stdio_outcome(run, lambda actual: checker.judge(stdin, actual, expected))
+    return stdio_outcome(run, lambda actual: compare_output(actual, expected, float_tolerance))
