@@ -6,6 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 SUITE = REPO / "benchmarks" / "gpu_suite.sh"
 STEPS = [
@@ -24,6 +26,7 @@ def run_suite(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(["bash", str(SUITE), *args], cwd=REPO, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow  # over 8 s idle: the default suite stays under 10 minutes
 def test_dry_run_checks_every_step(tmp_path):
     result = run_suite("--dry-run", "--output_dir", str(tmp_path / "results"))
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]

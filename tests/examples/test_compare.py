@@ -438,6 +438,7 @@ def first_char_parity(completion, reference):
 """
 
 
+@pytest.mark.slow  # over 8 s idle: the default suite stays under 10 minutes
 def test_default_variant_logs_exactly_what_stock_logs_on_a_task_file(tmp_path, tiny_model_dir):
     """A `--config` task (local model folder, dataset folder, a verifier from a .py file) at TRL's defaults: stock and
     the default variant log the same values, entropy included. Such a file leaves bf16 unset, and on a CPU stock then

@@ -46,6 +46,7 @@ def assert_saved_model(tmp_path: Path) -> None:
     assert model.config.num_hidden_layers == 2  # the embedded tiny model, trained and saved
 
 
+@pytest.mark.slow  # over 8 s idle: the default suite stays under 10 minutes
 def test_grpo_math_two_steps_one_process(tmp_path):
     stdout = launch("grpo_math.py", LAUNCH_ONE, [], tmp_path)
     assert_trained(stdout, 1)

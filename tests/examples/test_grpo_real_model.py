@@ -64,6 +64,7 @@ def run_script(*args: str, timeout: int) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow  # over 8 s idle: the default suite stays under 10 minutes
 def test_pipeline_runs_end_to_end_on_the_tiny_model(tiny_model_dir, tmp_path):
     out = tmp_path / "run"
     completed = run_script(
@@ -83,6 +84,7 @@ def test_pipeline_runs_end_to_end_on_the_tiny_model(tiny_model_dir, tmp_path):
     assert "| before |" in table and "| seed 1 |" in table and "Gain in held-out pass@1 over 2 seeds" in table
 
 
+@pytest.mark.slow  # over 8 s idle: the default suite stays under 10 minutes
 def test_lora_training_merges_into_a_model_that_evaluates(tiny_model_dir, tmp_path):
     out = tmp_path / "run"
     completed = run_script(

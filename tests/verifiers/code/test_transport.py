@@ -36,6 +36,7 @@ def verifier():
     v.close()
 
 
+@pytest.mark.slow  # over 8 s idle: the default suite stays under 10 minutes
 @pytest.mark.parametrize("test", sorted(MANY_CALLS))
 def test_a_hundred_thousand_calls_pass_at_the_default_timeout(verifier, test):
     assert_correct(verifier, ADD, MANY_CALLS[test])

@@ -98,7 +98,7 @@ def needs_root():
         pytest.skip("dedicated sandbox uids are used only when the verifier runs as root")
 
 
-@pytest.mark.parametrize("isolation", ["auto", "rlimits"])
+@pytest.mark.parametrize("isolation", ["auto", pytest.param("rlimits", marks=pytest.mark.slow)])  # rlimits: 14 s
 def test_two_processes_keep_their_own_uids_and_process_limits(tmp_path, isolation):
     needs_root()
     stop = tmp_path / "slow_done"
