@@ -179,11 +179,16 @@ class Checker:
 
 
 def judge_case(
-    run: SandboxRun, stdin: str, expected: str, float_tolerance: float | None, checker: Checker | None
+    run: SandboxRun,
+    stdin: str,
+    expected: str,
+    float_tolerance: float | None,
+    checker: Checker | None,
+    tokens: bool = False,
 ) -> Outcome:
     """One stdin/stdout case of a program (compiled, or a Python script): it passes when it exits with status 0
-    within its time and memory, and its output matches (`outputs_match`) or, where the row has one, the checker
-    accepts it."""
+    within its time and memory, and its output matches (`outputs_match`; `tokens`: token by token, line breaks
+    ignored) or, where the row has one, the checker accepts it."""
     if checker is not None:
         return stdio_outcome(run, lambda actual: checker.judge(stdin, actual, expected))
-    return stdio_outcome(run, lambda actual: compare_output(actual, expected, float_tolerance))
+    return stdio_outcome(run, lambda actual: compare_output(actual, expected, float_tolerance, tokens))

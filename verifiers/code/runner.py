@@ -217,7 +217,7 @@ def normalize_output(text: str) -> list[str]:
     return list(map(str.rstrip, text.split("\n"))) if text else []
 
 
-def outputs_match(actual: str, expected: str, float_tolerance: float | None = None) -> bool:
+def outputs_match(actual: str, expected: str, float_tolerance: float | None = None, tokens: bool = False) -> bool:
     """Whether a program's stdout answers a case: the lines of `normalize_output` are equal.
 
     With `float_tolerance`, lines are compared token by token (whitespace-separated), and a token written as a
@@ -226,17 +226,27 @@ def outputs_match(actual: str, expected: str, float_tolerance: float | None = No
     whose answers are real numbers. An expected integer token stays exact: only the same number, however written
     (`1000000.0`, `1e6`), equals `1000000`; `1000001`, `1.234568e11` for `123456789012` and `1e-7` for `0` do not.
 
+    With `tokens`, the whitespace-separated tokens of the whole output are compared and line breaks do not count, as
+    testlib's default checker (`wcmp`, Codeforces and Polygon) compares: `1 2 3` answers `1\n2\n3`.
+
     The candidate's output is read in the trainer's process: every step is linear in its length, and only the tokens
     that differ from the expected ones as text are read as numbers (number_kind, no regular expression).
     """
-    got, want = normalize_output(actual), normalize_output(expected)
-    if got == want:
+    if tokens:
+        got_flat, want_flat = actual.split(), expected.split()
+    else:
+        got, want = normalize_output(actual), normalize_output(expected)
+        if got == want:
+            return True
+        if float_tolerance is None or len(got) != len(want):
+            return False
+        if list(map(len, map(str.split, got))) != list(map(len, map(str.split, want))):  # tokens per line
+            return False
+        got_flat, want_flat = " ".join(got).split(), " ".join(want).split()
+    if got_flat == want_flat:
         return True
-    if float_tolerance is None or len(got) != len(want):
+    if float_tolerance is None or len(got_flat) != len(want_flat):
         return False
-    if list(map(len, map(str.split, got))) != list(map(len, map(str.split, want))):  # tokens per line
-        return False
-    got_flat, want_flat = " ".join(got).split(), " ".join(want).split()
     differing = compress(zip(got_flat, want_flat), map(ne, got_flat, want_flat))
     return all(_numbers_match(a, b, float_tolerance) for a, b in differing)
 
@@ -326,10 +336,10 @@ def run_in_sandbox(pool: SandboxPool, message: dict, budget_s: float | None = No
     return SandboxRun(output, stopped, status, clock)
 
 
-def compare_output(actual: str, expected: str, float_tolerance: float | None) -> bool | Outcome:
+def compare_output(actual: str, expected: str, float_tolerance: float | None, tokens: bool = False) -> bool | Outcome:
     """`outputs_match`, or the judge_error of a bug of ours on this output (two strings raise nothing else)."""
     try:
-        return outputs_match(actual, expected, float_tolerance)
+        return outputs_match(actual, expected, float_tolerance, tokens)
     except Exception as exc:
         return Outcome(0, 1, f"{JUDGE_ERROR}: comparing the output: {type(exc).__name__}: {exc}")
 

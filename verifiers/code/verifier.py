@@ -397,7 +397,8 @@ class CodeVerifier(Verifier):
 
         def run_case(stdin: str, expected: str) -> Outcome:
             run = run_program(self._pool, compiled.program, stdin, limits)
-            return judge_case(run, stdin, expected, self.float_tolerance, checker)
+            # As Codeforces judges C++ by default (testlib's wcmp): tokens, line breaks ignored.
+            return judge_case(run, stdin, expected, self.float_tolerance, checker, tokens=True)
 
         return self._each_case(tests, run_case)
 

@@ -234,7 +234,7 @@ def plain_verdict(source: str, problem: dict, memory_mb: int = 1024) -> str:
                     path.write_text(text)
                 if subprocess.run([checker, *files]).returncode != 0:
                     return "wrong"
-            elif not outputs_match(output.decode(), case["output"]):
+            elif not outputs_match(output.decode(), case["output"], tokens=True):
                 return "wrong"
         return "correct"
 
@@ -274,3 +274,21 @@ def test_a_checker_judges_python_programs_too(verifier):
     )
     assert verifier.verify(fenced(last_pair, "python"), ANY_PAIR).reason == "correct"  # not the expected pair
     assert verifier.verify(fenced("print(1, 2)\n", "python"), ANY_PAIR).reason == "wrong"
+
+
+def test_a_cpp_output_is_compared_token_by_token_as_codeforces_compares_it(verifier):
+    """testlib's default checker (wcmp): whitespace-separated tokens, line breaks and spacing ignored."""
+    rows = '#include <cstdio>\nint main() { printf("1 2\\n3"); }\n'
+    row = [{"input": "", "output": "1\n2\n3\n"}]
+    assert verifier.verify(fenced(rows), row).reason == "correct"
+    assert verifier.verify(fenced(rows.replace("3", "4")), row).score == 0.0
+    assert verifier.verify(fenced(rows.replace(" 2", " 2 3")), row).score == 0.0  # an extra token
+    assert verifier.verify(fenced('print("1 2\\n3")\n', "python"), row).score == 0.0  # Python's rows: line by line
+
+
+def test_outputs_match_by_tokens_keeps_the_float_rule():
+    assert outputs_match("1 2\n3", "1\n2\n3", tokens=True) and not outputs_match("1 2\n3", "1\n2\n3")
+    assert not outputs_match("12 3", "1 23", tokens=True) and not outputs_match("", "0", tokens=True)
+    assert outputs_match("0.3333333 1", "0.333333\n1", float_tolerance=1e-6, tokens=True)
+    assert not outputs_match("0.34 1", "0.333333\n1", float_tolerance=1e-6, tokens=True)
+    assert not outputs_match("1000001", "1000000", float_tolerance=1e-3, tokens=True)  # integers stay exact

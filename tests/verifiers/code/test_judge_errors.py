@@ -59,7 +59,7 @@ def test_a_judge_error_scores_zero_even_with_partial_credit(verifier_with_a_deco
 
 
 def test_a_bug_comparing_a_program_output_is_a_judge_error(monkeypatch):
-    def broken_match(actual, expected, float_tolerance=None):
+    def broken_match(actual, expected, float_tolerance=None, tokens=False):
         raise IndexError("a bug in the comparison")
 
     monkeypatch.setattr(runner, "outputs_match", broken_match)
