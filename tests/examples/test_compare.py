@@ -394,21 +394,29 @@ def any_digit(completion, reference):
 """
 
 
-@pytest.mark.slow  # about 280 s on a loaded 2-core machine (issue 34): the default suite keeps its faster twin,
-# test_default_variant_logs_exactly_what_stock_logs_on_a_task_file
-def test_config_file_with_a_local_model_dataset_folder_and_custom_verifier(tmp_path, tiny_model_dir):
+def write_task(tmp_path, model_dir: str, verifier: str, verifier_source: str, settings: str) -> None:
+    """`tmp_path/task.yaml`: the tiny local model, a dataset folder of 16 sums (`question`, `solution`), the math
+    verifier and `verifier` registered by `tmp_path/verifiers_<verifier>.py`, then `settings` (YAML lines)."""
     from datasets import Dataset
 
     Dataset.from_list([{"question": f"{a}+{b}=", "solution": str(a + b)} for a in range(4) for b in range(4)]).save_to_disk(
         tmp_path / "data"
     )  # fmt: skip
-    (tmp_path / "my_verifiers.py").write_text(CUSTOM_VERIFIER)
+    module = tmp_path / f"verifiers_{verifier}.py"
+    module.write_text(verifier_source)
     (tmp_path / "task.yaml").write_text(
-        f"model_name_or_path: {tiny_model_dir}\ndataset_name: {tmp_path / 'data'}\nprompt_column: question\n"
-        f"reference_column: solution\nreward_verifiers: [math, any_digit_test]\n"
-        f"verifier_imports: [{tmp_path / 'my_verifiers.py'}]\nsystem_prompt: Answer with a digit.\n"
-        "max_steps: 2\nnum_generations: 2\nper_device_train_batch_size: 4\nmax_completion_length: 2\nbf16: false\n"
+        f"model_name_or_path: {model_dir}\ndataset_name: {tmp_path / 'data'}\nprompt_column: question\n"
+        f"reference_column: solution\nreward_verifiers: [math, {verifier}]\nverifier_imports: [{module}]\n{settings}"
     )
+
+
+@pytest.mark.slow  # about 280 s on a loaded 2-core machine (issue 34)
+def test_config_file_with_a_local_model_dataset_folder_and_custom_verifier(tmp_path, tiny_model_dir):
+    write_task(
+        tmp_path, tiny_model_dir, "any_digit_test", CUSTOM_VERIFIER,
+        "system_prompt: Answer with a digit.\nmax_steps: 2\nnum_generations: 2\nper_device_train_batch_size: 4\n"
+        "max_completion_length: 2\nbf16: false\n",
+    )  # fmt: skip
     out = tmp_path / "out"
     first = run_compare("--config", str(tmp_path / "task.yaml"), "--variant", "rloo:advantage_estimator=rloo",
                         "--output_dir", str(out))  # fmt: skip
@@ -443,18 +451,10 @@ def test_default_variant_logs_exactly_what_stock_logs_on_a_task_file(tmp_path, t
     """A `--config` task (local model folder, dataset folder, a verifier from a .py file) at TRL's defaults: stock and
     the default variant log the same values, entropy included. Such a file leaves bf16 unset, and on a CPU stock then
     trains with bf16 autocast; the extension used to pick fp32 there (issue 34)."""
-    from datasets import Dataset
-
-    Dataset.from_list([{"question": f"{a}+{b}=", "solution": str(a + b)} for a in range(4) for b in range(4)]).save_to_disk(
-        tmp_path / "data"
+    write_task(
+        tmp_path, tiny_model_dir, "first_char_parity_test", PARITY_VERIFIER,
+        "max_steps: 2\nnum_generations: 4\nper_device_train_batch_size: 8\nmax_completion_length: 4\n",
     )  # fmt: skip
-    (tmp_path / "parity_verifier.py").write_text(PARITY_VERIFIER)
-    (tmp_path / "task.yaml").write_text(
-        f"model_name_or_path: {tiny_model_dir}\ndataset_name: {tmp_path / 'data'}\nprompt_column: question\n"
-        f"reference_column: solution\nreward_verifiers: [math, first_char_parity_test]\n"
-        f"verifier_imports: [{tmp_path / 'parity_verifier.py'}]\n"
-        "max_steps: 2\nnum_generations: 4\nper_device_train_batch_size: 8\nmax_completion_length: 4\n"
-    )
     out = tmp_path / "out"
     result = run_compare("--config", str(tmp_path / "task.yaml"), "--output_dir", str(out))
     stock, ext = read_jsonl(out / "stock-seed0.jsonl"), read_jsonl(out / "ext-seed0.jsonl")
