@@ -194,8 +194,9 @@ def test_a_checker_that_fails_gives_no_verdict(checker, why):
 # Fidelity: the corpus against a plain compile-and-run with the same limits.
 
 
-def plain_verdict(source: str, problem: dict, memory_mb: int = 1024) -> str:
+def plain_verdict(source: str, problem: dict) -> str:
     """Compile with g++ and run each case with the verifier's rlimits, no sandbox: the judge's verdict."""
+    memory_mb = problem.get("memory_limit", 1024)
     with tempfile.TemporaryDirectory() as folder:
         main, program = Path(folder, "main.cpp"), Path(folder, "prog")
         main.write_text(source)
