@@ -7,7 +7,8 @@ case then runs in a fresh sandbox of the candidate's pool: the harness writes th
 the limits (rlimits with the case's CPU time and memory, the uid drop, the seccomp allowlist) and execs it in its own
 place (mode "native"), so the program is the sandboxed process itself, in its cgroup, on the candidate's clock. Its
 stdout is compared here, as a Python program's is (`outputs_match`), or by the row's checker: a program of the
-dataset, compiled and run in the compile pool's sandboxes with the case's input, the candidate's output and the
+dataset, compiled (with the headers the verifier was given, e.g. testlib.h) and run in sandboxes of its own (its own
+limits) with the case's input, the candidate's output and the
 expected answer as files, testlib's contract (exit 0 accepts, 1 or 2 rejects, anything else is the checker's fault).
 
 Nothing of this runs on the host: the compiler runs as the candidate, under its seccomp filter, with /usr read-only
@@ -19,10 +20,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import math
+import os
 import shutil
 import threading
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..sandbox.pool import SandboxPool
 from .runner import Outcome, SandboxRun, compare_output, run_in_sandbox, stdio_outcome
@@ -53,6 +57,27 @@ def compiler_missing() -> str | None:
     return None
 
 
+def read_checker_headers(paths: Sequence[str | os.PathLike]) -> dict[str, str]:
+    """{file name: text} of the headers checkers may include (`#include "testlib.h"`), read once; ValueError naming
+    the option where a path is not a readable text file or two share a name."""
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        paths = [paths]
+    headers: dict[str, str] = {}
+    for path in paths:
+        name = os.path.basename(os.fspath(path))
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError, TypeError) as exc:
+            raise ValueError(
+                f"code verifier option checker_headers: {path!r} is not a readable text file ({exc}); give the paths "
+                "of the headers rows' checkers include, e.g. ['/path/to/testlib.h']."
+            ) from None
+        if name in headers or name == "main.cpp":
+            raise ValueError(f"code verifier option checker_headers: two headers are named {name!r}.")
+        headers[name] = text
+    return headers
+
+
 @dataclass(frozen=True)
 class Compiled:
     """A compile's result: the program, or the compiler's first lines (`error`), or the limit it reached."""
@@ -66,12 +91,14 @@ def first_lines(text: str) -> str:
     return " | ".join(lines)[:COMPILE_ERROR_CHARS]
 
 
-def compile_in_sandbox(pool: SandboxPool, source: str, flags: tuple[str, ...]) -> Compiled | Outcome:
-    """Compile `source` in a sandbox of `pool` (the compile limits: its clock is the compile's CPU time). An Outcome
-    only when the machine stalled it (no verdict); SandboxError when the sandbox failed."""
-    run = run_in_sandbox(
-        pool, {"mode": "compile", "source": source, "compiler": [COMPILER, *flags, *FIXED_COMPILE_ARGS]}
-    )
+def compile_in_sandbox(
+    pool: SandboxPool, source: str, flags: tuple[str, ...], headers: dict[str, str] | None = None
+) -> Compiled | Outcome:
+    """Compile `source` in a sandbox of `pool` (the compile limits: its clock is the compile's CPU time), `headers`
+    ({file name: text}, e.g. testlib.h for checkers) beside it for its `#include "..."`. An Outcome only when the
+    machine stalled it (no verdict); SandboxError when the sandbox failed."""
+    compiler = [COMPILER, *flags, *FIXED_COMPILE_ARGS]
+    run = run_in_sandbox(pool, {"mode": "compile", "source": source, "compiler": compiler, "headers": headers or {}})
     limits = pool.limits
     if run.stopped == "stalled":
         return Outcome(stalled=run.clock.describe())
@@ -87,7 +114,7 @@ def compile_in_sandbox(pool: SandboxPool, source: str, flags: tuple[str, ...]) -
 
 
 class ProgramCache:
-    """Compiled programs by the hash of their source and flags, the newest `CACHED_PROGRAMS` kept; a source compiles
+    """Compiled programs by the hash of their source, flags and headers, the newest `CACHED_PROGRAMS` kept; a source compiles
     once however many threads ask for it at the same time. Compile errors are kept too (the compile is
     deterministic and its limits are CPU time and memory, not the machine's load); a stalled compile is not."""
 
@@ -99,11 +126,14 @@ class ProgramCache:
         self.compiles = 0  # sources actually compiled (the tests and the benchmark read it)
 
     @staticmethod
-    def key(source: str, flags: tuple[str, ...]) -> str:
-        return hashlib.sha256("\0".join((*flags, source)).encode("utf-8", "surrogatepass")).hexdigest()
+    def key(source: str, flags: tuple[str, ...], headers: dict[str, str] | None = None) -> str:
+        parts = (*flags, source, *(part for name in sorted(headers or {}) for part in (name, headers[name])))
+        return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
 
-    def get(self, pool: SandboxPool, source: str, flags: tuple[str, ...]) -> Compiled | Outcome:
-        key = self.key(source, flags)
+    def get(
+        self, pool: SandboxPool, source: str, flags: tuple[str, ...], headers: dict[str, str] | None = None
+    ) -> Compiled | Outcome:
+        key = self.key(source, flags, headers)
         with self.lock:
             if key in self.entries:
                 self.entries.move_to_end(key)
@@ -113,7 +143,7 @@ class ProgramCache:
             with self.lock:
                 if key in self.entries:
                     return self.entries[key]
-            result = compile_in_sandbox(pool, source, flags)
+            result = compile_in_sandbox(pool, source, flags, headers)
             with self.lock:
                 self.compiles += 1
                 self.compiling.pop(key, None)
@@ -148,7 +178,7 @@ def run_program(
         "mode": "native", "program": base64.b64encode(program).decode(), "stdin": stdin,
         "rlimits": limits.rlimits(), "files": files or {}, "argv": argv or ["main"],
     }  # fmt: skip
-    return run_in_sandbox(pool, message, limits.time_s)
+    return run_in_sandbox(pool, message, limits.time_s, limits.memory_mb)
 
 
 @dataclass(frozen=True)

@@ -317,11 +317,19 @@ class SandboxRun:
     clock: CandidateClock
 
 
-def run_in_sandbox(pool: SandboxPool, message: dict, budget_s: float | None = None) -> SandboxRun:
+def run_in_sandbox(
+    pool: SandboxPool, message: dict, budget_s: float | None = None, memory_mb: int | None = None
+) -> SandboxRun:
     """Send `message` (the only one: a script, a compile, a native program) to a fresh sandbox of `pool`, then read
-    its stdout and wait for its end, on the candidate's clock (`budget_s`, else the pool's `time_s`)."""
+    its stdout and wait for its end, on the candidate's clock (`budget_s`, else the pool's `time_s`). `memory_mb`
+    below the pool's bounds the whole candidate's cgroup (with its /tmp, as the pool's), where it has one."""
     sandbox = pool.acquire(refill=False)
     try:
+        if memory_mb is not None and memory_mb < pool.limits.memory_mb and sandbox.cgroup is not None:
+            try:
+                sandbox.cgroup.bound_memory((memory_mb + pool.limits.tmp_mb) << 20)
+            except OSError as exc:
+                raise SandboxError(f"cannot bound the candidate's cgroup at {memory_mb} MiB: {exc}") from None
         sandbox.send(message)
         sandbox.close_request()
         pool.refill()  # while the candidate runs

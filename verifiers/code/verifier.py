@@ -55,6 +55,7 @@ from .native import (
     ProgramCache,
     compiler_missing,
     judge_case,
+    read_checker_headers,
     run_program,
 )
 from .runner import JUDGE_ERROR, JudgeError, JudgeProcess, Outcome, run_function_tests, run_in_sandbox
@@ -190,6 +191,9 @@ class CodeVerifier(Verifier):
         cpp_flags: Sequence[str] = DEFAULT_CPP_FLAGS,
         compile_timeout_s: float = 10.0,
         compile_memory_mb: int = 1024,
+        checker_timeout_s: float = 10.0,
+        checker_memory_mb: int = 1024,
+        checker_headers: Sequence[str] = (),
     ):
         for name, value in (("timeout_s", timeout_s), ("memory_mb", memory_mb), ("max_processes", max_processes)):
             if not isinstance(value, (int, float)) or value <= 0:
@@ -228,9 +232,13 @@ class CodeVerifier(Verifier):
                 f"code verifier option cpp_flags={cpp_flags!r} must be a list of g++ options, e.g. ['-O2', "
                 "'-std=c++17'] (the default)."
             )
-        for name, value in (("compile_timeout_s", compile_timeout_s), ("compile_memory_mb", compile_memory_mb)):
+        for name, value in (
+            ("compile_timeout_s", compile_timeout_s), ("compile_memory_mb", compile_memory_mb),
+            ("checker_timeout_s", checker_timeout_s), ("checker_memory_mb", checker_memory_mb),
+        ):  # fmt: skip
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ValueError(f"code verifier option {name}={value!r} must be a positive number.")
+        self.checker_headers = read_checker_headers(checker_headers)
         self.language = language
         self.cpp_flags = tuple(cpp_flags)
         if language == "cpp" and (missing := compiler_missing()) is not None:
@@ -240,8 +248,13 @@ class CodeVerifier(Verifier):
             processes=int(max_processes), file_mb=MAX_PROGRAM_BYTES >> 20, tmp_mb=128,
             output_bytes=MAX_PROGRAM_BYTES + 16,
         )  # fmt: skip
+        # A checker is the dataset's program: limits of its own, in sandboxes of its own (started with the first).
+        self.checker_limits = Limits(
+            time_s=float(checker_timeout_s), cpu_s=int(checker_timeout_s) + 1, memory_mb=int(checker_memory_mb),
+            processes=int(max_processes), tmp_mb=128,
+        )  # fmt: skip
         self.programs = ProgramCache()
-        self._compile_pool = None
+        self._compile_pool = self._checker_pool = None
         self.partial_credit = partial_credit
         self.float_tolerance = float_tolerance
         self.workers = workers or min(8, default_worker_count())  # sandboxes run at once, per training process
@@ -272,6 +285,14 @@ class CodeVerifier(Verifier):
                 size = max(1, min(2, self.workers))
                 self._compile_pool = SandboxPool(self.isolation, self.compile_limits, size=size, cgroups=self._cgroups)
             return self._compile_pool
+
+    def _checker_pool_started(self) -> SandboxPool:
+        """The sandboxes that run rows' checkers, with the checker limits; started on the first row with a checker."""
+        with self._start_lock:
+            if self._checker_pool is None:
+                size = max(1, min(2, self.workers))
+                self._checker_pool = SandboxPool(self.isolation, self.checker_limits, size=size, cgroups=self._cgroups)
+            return self._checker_pool
 
     def verify(self, completion: str, reference: Any) -> VerificationResult:
         return self._verify_same_program([completion], reference)[0]
@@ -362,20 +383,20 @@ class CodeVerifier(Verifier):
         return self.programs.get(self._compile_pool_started(), source, self.cpp_flags)
 
     def _checker(self, tests: list) -> Checker | Outcome | None:
-        """The row's checker, compiled (cached like any program) and run with the compile limits; None without one;
+        """The row's checker, compiled with `checker_headers` (cached like any program) and run with the checker limits; None without one;
         an Outcome when it cannot be had (it does not compile: `unusable_reference`; the machine stalled it)."""
         source = getattr(tests, "options", {}).get("checker")
         if source is None:
             return None
         if (missing := compiler_missing()) is not None:
             raise SandboxError(f"the row has a checker, and {missing}")
-        built = self._compiled(source)
+        built = self.programs.get(self._compile_pool_started(), source, self.cpp_flags, self.checker_headers)
         if isinstance(built, Outcome):
             return built
         if built.program is None:
             return Outcome(unusable=f"checker: does not compile: {built.error}")
-        tool = CaseLimits(self.compile_limits.time_s, self.compile_limits.memory_mb)
-        return Checker(built.program, self._compile_pool_started(), tool)
+        own = CaseLimits(self.checker_limits.time_s, self.checker_limits.memory_mb)
+        return Checker(built.program, self._checker_pool_started(), own)
 
     def _run_cpp(self, tests: list, code: str) -> Outcome:
         """A C++ program on stdio cases: compiled once (cached by its hash), then run per case in a fresh sandbox
@@ -473,9 +494,10 @@ class CodeVerifier(Verifier):
         if self._executor is not None:
             self._executor.shutdown(wait=True)
             self._executor = None
-        if self._compile_pool is not None:
-            self._compile_pool.close()
-            self._compile_pool = None
+        for pool in (self._compile_pool, self._checker_pool):
+            if pool is not None:
+                pool.close()
+        self._compile_pool = self._checker_pool = None
         if self._pool is not None:
             self._pool.close()
             self._judge.close()

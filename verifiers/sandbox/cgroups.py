@@ -211,6 +211,22 @@ class CandidateGroup:
             raise CgroupUnavailable(f"cannot set up the candidate's cgroup {self.folders[0]}: {exc}") from None
         self._usage = layout.folders["cpuacct" if layout.version == 1 else "cpu"] / name
         self._threads = pids_folder / ("tasks" if layout.version == 1 else "cgroup.threads")
+        self._memory = memory
+        self.memory_bytes = memory_bytes  # the bound now: `bound_memory` may lower it for one candidate
+
+    def bound_memory(self, memory_bytes: int) -> None:
+        """Bound the group's memory at `memory_bytes` for this candidate (a dataset row's own limit, below the pool's);
+        `release` restores the pool's before the group serves another. OSError where the kernel refuses it (v1: the
+        group already holds more)."""
+        files = (
+            ("memory.max",) if self.layout.version == 2 else ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes")
+        )
+        # v1 keeps memory.limit_in_bytes <= memory.memsw.limit_in_bytes at every write: lowering, the first goes first.
+        for file in files if memory_bytes < self.memory_bytes else reversed(files):
+            (_write if file != "memory.memsw.limit_in_bytes" else _write_if_present)(
+                self._memory / file, str(memory_bytes)
+            )
+        self.memory_bytes = memory_bytes
 
     def join_fds(self) -> list[int]:
         """Descriptors of each folder's `cgroup.procs`, open for writing: a process that writes "0" to each joins."""
@@ -262,6 +278,12 @@ class CandidateGroup:
     def release(self) -> None:
         """The candidate has ended: keep the group for the next one if it is empty, else kill and remove it."""
         if not self.removed and not self.threads():
+            if self.memory_bytes != self.limits[0]:
+                try:
+                    self.bound_memory(self.limits[0])
+                except OSError:
+                    self.remove()
+                    return
             self.tree.recycle(self)
         else:
             self.remove()

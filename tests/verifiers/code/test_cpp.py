@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from code_verifier_helpers import make_code_verifier, sandbox_uid_processes
-from cpp_corpus import PROBLEMS, PROGRAMS, reference
+from cpp_corpus import PAIR_CHECKER, PROBLEMS, PROGRAMS, reference
 
 from trl_grpo_ext.verifiers.code.native import DEFAULT_CPP_FLAGS
 from trl_grpo_ext.verifiers.code.runner import outputs_match
@@ -144,6 +144,35 @@ def test_the_rows_time_limit_and_memory_limit(verifier):
     assert low.score == 0.0 and low.reason.startswith("runtime_error"), low.reason
 
 
+# Four children of 40 MiB at once: each is under a 64 MiB address space, the four are not under a 64 MiB candidate.
+SPREAD_OVER_CHILDREN = r"""
+#include <cstdio>
+#include <cstring>
+#include <cstdlib>
+#include <sys/wait.h>
+#include <unistd.h>
+int main() {
+    for (int i = 0; i < 4; i++)
+        if (fork() == 0) { char* p = (char*)malloc(40 << 20); memset(p, 1, 40 << 20); usleep(300000); _exit(p[7] - 1); }
+    int all = 1, status;
+    while (wait(&status) > 0) all &= WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    puts(all ? "3" : "a child was killed");
+}
+"""
+
+
+def test_the_rows_memory_limit_bounds_the_whole_candidate(verifier):
+    if verifier.isolation.cgroup is None:
+        pytest.skip("no cgroup per candidate here (cgroup=False): the row's memory bounds each process only")
+    row = {"tests": [{"input": "", "output": "3\n"}], "time_limit": 3}
+    assert verifier.verify(fenced(SPREAD_OVER_CHILDREN), {**row, "memory_limit": 512}).score == 1.0
+    bounded = verifier.verify(fenced(SPREAD_OVER_CHILDREN), {**row, "memory_limit": 64})
+    assert bounded.score == 0.0 and bounded.reason.startswith(("wrong", "runtime_error")), bounded.reason
+    # The pool's bound is back for the next candidate, whichever group it gets.
+    for _ in range(verifier.workers + 1):
+        assert verifier.verify(fenced(SPREAD_OVER_CHILDREN), {**row, "memory_limit": 512}).score == 1.0
+
+
 def test_partial_credit_and_float_tolerance():
     v = make_code_verifier(TIMEOUT_S, partial_credit=True, float_tolerance=1e-6)
     try:
@@ -181,7 +210,7 @@ def test_a_checker_accepts_any_valid_answer_and_rejects_a_wrong_one(verifier):
     ],
 )
 def test_a_checker_that_fails_gives_no_verdict(checker, why):
-    v = make_code_verifier(TIMEOUT_S, compile_timeout_s=1)
+    v = make_code_verifier(TIMEOUT_S, checker_timeout_s=1)
     try:
         _, source, _ = PROGRAMS["any_pair/first_pair"]
         result = v.verify(fenced(source), {**ANY_PAIR, "checker": checker})
@@ -189,6 +218,48 @@ def test_a_checker_that_fails_gives_no_verdict(checker, why):
         assert sandbox_uid_processes() == []
     finally:
         v.close()
+
+
+def test_a_checker_includes_the_headers_it_is_given(tmp_path):
+    """As testlib checkers include testlib.h: the header is the user's file, beside the checker's source only."""
+    header = tmp_path / "pair_rules.h"
+    header.write_text(PAIR_CHECKER.replace("int main(int argc", "static int check(int argc"))
+    row = {
+        **ANY_PAIR,
+        "checker": '#include "pair_rules.h"\nint main(int argc, char** argv) { return check(argc, argv); }\n',
+    }
+    without, with_header = make_code_verifier(TIMEOUT_S), make_code_verifier(TIMEOUT_S, checker_headers=[str(header)])
+    try:
+        _, source, _ = PROGRAMS["any_pair/first_pair"]
+        missing = without.verify(fenced(source), row)
+        assert missing.score is None and "pair_rules.h: No such file" in missing.reason, missing.reason
+        for name in ("any_pair/first_pair", "any_pair/last_pair", "any_pair/always_1_2"):
+            _, source, verdict = PROGRAMS[name]
+            assert with_header.verify(fenced(source), row).reason == verdict, name
+        # The candidate's own compile does not see it.
+        candidate = '#include "pair_rules.h"\nint main() {}\n'
+        assert with_header.verify(fenced(candidate), ANY_PAIR).reason.startswith("compile_error: main.cpp:1:10:")
+    finally:
+        without.close()
+        with_header.close()
+
+
+def test_checker_options_are_validated(tmp_path):
+    from trl_grpo_ext.verifiers import get_verifier
+
+    for options, words in (
+        ({"checker_timeout_s": 0}, "checker_timeout_s=0"),
+        ({"checker_memory_mb": True}, "checker_memory_mb=True"),
+        ({"checker_headers": [str(tmp_path / "testlib.h")]}, "checker_headers: .*testlib.h.* not a readable"),
+        ({"checker_headers": [str(tmp_path)]}, "checker_headers: .* not a readable"),
+    ):
+        with pytest.raises(ValueError, match=words):
+            get_verifier("code", **options)
+    (tmp_path / "a").mkdir()
+    for folder in (tmp_path, tmp_path / "a"):
+        (folder / "testlib.h").write_text("// a header\n")
+    with pytest.raises(ValueError, match="two headers are named 'testlib.h'"):
+        get_verifier("code", checker_headers=[tmp_path / "testlib.h", tmp_path / "a" / "testlib.h"])
 
 
 # Fidelity: the corpus against a plain compile-and-run with the same limits.

@@ -51,7 +51,10 @@ def test_cgroup_v2_groups_next_to_the_trainers_own(monkeypatch, tmp_path):
     os.write(fds[0], b"0")
     os.close(fds[0])
     assert (c0 / "cgroup.procs").read_text() == "0"
-    group.release()  # empty: kept for the next candidate with the same limits
+    group.bound_memory(64 * MB)  # a dataset row's own limit, for this candidate
+    assert (c0 / "memory.max").read_text() == str(64 * MB)
+    group.release()  # empty: kept for the next candidate with the same limits, the pool's bound restored
+    assert (c0 / "memory.max").read_text() == str(320 * MB)
     assert tree.group(memory_bytes=320 * MB, pids=65) is group
     assert tree.group(memory_bytes=256 * MB, pids=65) is not group
 
@@ -95,6 +98,16 @@ def test_cgroup_v1_one_folder_per_tree_under_the_trainers_own(monkeypatch, tmp_p
         os.close(fd)
     (pids / "tasks").write_text(f"{os.getpid()}\n")
     assert group.threads() == [os.getpid()] and group.runnable()  # this test is running
+
+    # v1 refuses a memory limit above the memory+swap one: lowering writes memory first, raising memory+swap first.
+    written = []
+    monkeypatch.setattr(cgroups, "_write", lambda path, value: written.append((path.name, value)))
+    group.bound_memory(64 * MB)
+    group.bound_memory(320 * MB)
+    assert written == [
+        ("memory.limit_in_bytes", str(64 * MB)), ("memory.memsw.limit_in_bytes", str(64 * MB)),
+        ("memory.memsw.limit_in_bytes", str(320 * MB)), ("memory.limit_in_bytes", str(320 * MB)),
+    ]  # fmt: skip
 
 
 def test_without_cgroups_the_verifier_refuses_unless_asked_by_name(monkeypatch, tmp_path, caplog):

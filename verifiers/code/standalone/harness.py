@@ -9,8 +9,9 @@ why not) and only then runs the candidate:
     {"mode": "functions", "code": str}  exec the code, report its global names, then serve one request per line:
         {"id": n, "op": "call" | "getattr" | "iter" | "next" | "get", "target": {"name": str} | {"h": n}, ...}
     {"mode": "script", "code": str, "stdin": str}  run the code as __main__; its stdout is the answer
-    {"mode": "compile", "source": str, "compiler": [argv...]}  compile a C++ source with the system's compiler
-        (code/native.py); stdout is b"OK\n" and the program, or b"CE\n" and the compiler's first lines
+    {"mode": "compile", "source": str, "compiler": [argv...], "headers": {name: str}}  compile a C++ source, the
+        headers beside it, with the system's compiler (code/native.py); stdout is b"OK\n" and the program, or b"CE\n"
+        and the compiler's first lines
     {"mode": "native", "program": base64, "stdin": str, "rlimits": {...}, "files": {name: str}, "argv": [...]}
         exec the compiled program (a candidate's, or a dataset's checker) in place of this process, stdin from the
         case, the named files written to /tmp first; its stdout is the answer
@@ -611,14 +612,18 @@ def run_script(code: str) -> None:
 COMPILE_ERROR_BYTES = 4096  # what a compile error reports of the compiler's messages: their first lines
 
 
-def compile_source(source: str, compiler: list) -> None:
-    """Compile `source` (written to main.cpp in the candidate's own /tmp) with `compiler`, the argv the verifier sends
-    (the system's g++, its fixed flags): stdout gets b"OK\n" and the program, or b"CE\n" and the compiler's first
-    messages. The candidate's source runs nothing here: a compiler only reads it (and what it includes)."""
+def compile_source(source: str, compiler: list, headers: dict) -> None:
+    """Compile `source` (written to main.cpp in the candidate's own /tmp, `headers` beside it) with `compiler`, the
+    argv the verifier sends (the system's g++, its fixed flags): stdout gets b"OK\n" and the program, or b"CE\n" and
+    the compiler's first messages. The candidate's source runs nothing here: a compiler only reads it (and what it
+    includes)."""
     import subprocess
 
-    with open("main.cpp", "w", encoding="utf-8") as file:
-        file.write(source)
+    for name, text in {**headers, "main.cpp": source}.items():
+        if os.path.basename(name) != name or name in ("", ".", ".."):
+            raise ValueError(f"not a file name: {name!r}")
+        with open(name, "w", encoding="utf-8") as file:
+            file.write(text)
     try:
         done = subprocess.run(
             compiler, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False
@@ -731,7 +736,7 @@ def serve(request_fd: int, reply_fd: int, limits: dict) -> None:
         os.close(request_fd)
         set_up(limits, reply_fd)
         os.close(reply_fd)
-        compile_source(init["source"], init["compiler"])
+        compile_source(init["source"], init["compiler"], init.get("headers") or {})
     else:
         set_up(limits, reply_fd)
         serve_functions(init["code"], requests, reply_fd)
