@@ -16,7 +16,8 @@ the reference `{"test": <tests>, "entry_point": <entry point>}` for a `check(can
 C++ datasets (Codeforces, CodeContests, open-r1 Codeforces, DeepCoder): `--language cpp` asks for a ```cpp block
 (the default `auto` judges whichever of Python or C++ the completion's last tagged block is); `--time_limit_column`,
 `--memory_limit_column` and `--checker_column` add the row's per-test time limit (seconds), memory limit (MiB) and
-checker (a C++ program, testlib's contract) to its stdin/stdout cases:
+checker (a C++ program, testlib's contract) to its stdin/stdout cases; `--checker_headers` names the headers the
+checkers include (testlib.h, from a clone of github.com/MikeMirzayanov/testlib):
 
     python examples/grpo_code.py --model_name_or_path Qwen/Qwen2.5-Coder-1.5B-Instruct \
         --dataset_name open-r1/codeforces --prompt_column description --tests_column official_tests \
@@ -83,6 +84,10 @@ class CodeScriptArguments(ScriptArguments):
     )
     checker_column: str | None = field(
         default=None, metadata={"help": "Checker column (C++ source, testlib's exit codes) of a stdin/stdout dataset."}
+    )
+    checker_headers: list[str] = field(
+        default_factory=list,
+        metadata={"help": "Headers the checkers include, written beside each checker's source (e.g. testlib.h)."},
     )
     partial_credit: bool = field(default=False, metadata={"help": "Reward the fraction of tests passed."})
     verifier_timeout_s: float = field(default=5.0, metadata={"help": "Wall-time limit per program, seconds."})
@@ -158,6 +163,7 @@ def main(script_args: CodeScriptArguments, training_args: GRPOExtConfig, model_a
         isolation=script_args.verifier_isolation,
         site_packages=script_args.site_packages,
         language=script_args.language,
+        checker_headers=script_args.checker_headers,
     )
     trainer = GRPOExtTrainer(
         model=model_args.model_name_or_path or tiny_model(),

@@ -183,3 +183,26 @@ def test_code_example_builds_cpp_rows_with_their_limits_and_checker(tmp_path):
     dataset = grpo_code.load_train_dataset(script_args, seed=0)
     assert dataset[0]["tests"] == {"tests": cases, "time_limit": 2.0, "memory_limit": 256.0, "checker": None}
     assert "```cpp" in dataset[0]["prompt"][0]["content"]
+
+
+def test_code_example_passes_the_checkers_headers_to_the_verifier(tmp_path, monkeypatch):
+    from trl import ModelConfig, TrlParser
+
+    from trl_grpo_ext import GRPOExtConfig
+
+    grpo_code = import_code_example()
+    headers = [tmp_path / "testlib.h", tmp_path / "extra.h"]
+    parser = TrlParser((grpo_code.CodeScriptArguments, GRPOExtConfig, ModelConfig))
+    argv = ["--checker_headers", *map(str, headers), "--output_dir", str(tmp_path)]
+    script_args, config, model_args = parser.parse_args_and_config(argv)
+    assert script_args.checker_headers == list(map(str, headers))
+    made = {}
+
+    def reward_function(name, **options):
+        made.update(options)
+        raise SystemExit  # the options are all this test needs
+
+    monkeypatch.setattr(grpo_code, "as_reward_function", reward_function)
+    with pytest.raises(SystemExit):
+        grpo_code.main(script_args, config, model_args)
+    assert made["checker_headers"] == list(map(str, headers))

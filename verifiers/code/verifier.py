@@ -170,7 +170,9 @@ class CodeVerifier(Verifier):
     absolute-or-relative error `float_tolerance`, e.g. 1e-6 (see `code/runner.py`, `outputs_match`). `solution_module`
     (default "solution") is the module pytest- and unittest-style tests import the solution from. `language` ("auto",
     "python", "cpp"), `cpp_flags` (g++'s, default ["-O2", "-std=c++17"]), `compile_timeout_s` (10, CPU time) and
-    `compile_memory_mb` (1024) concern C++ programs (docs/code_verifier.md, C++ programs and checkers).
+    `compile_memory_mb` (1024) concern C++ programs; `checker_timeout_s` (10, CPU time), `checker_memory_mb` (1024) and
+    `checker_headers` (paths of headers such as testlib.h, written beside each checker's source) concern rows'
+    checkers (docs/code_verifier.md, C++ programs and checkers).
     """
 
     def __init__(
