@@ -219,9 +219,11 @@ class ProcessCpu:
     ROLES = ("sandbox fork server", "judge")
 
     def __init__(self, own_group: Path):
+        from trl_grpo_ext.verifiers.sandbox.cgroups import own_folder_name
+
         self.own = own_group
         self.groups = {role: own_group / role.replace(" ", "_") for role in self.ROLES}
-        self.candidates = own_group / f"trl_grpo_ext-{os.getpid()}"  # sandbox/cgroups.py's folder, v1
+        self.candidates = own_group / own_folder_name()  # sandbox/cgroups.py's folder, v1
         for group in self.groups.values():
             group.mkdir(exist_ok=True)
         for pid in _children(os.getpid()):

@@ -11,8 +11,8 @@ and RLIMIT_CPU restarts with each child. A cgroup counts everything the candidat
 
 One small interface over both layouts: cgroup v2 (one unified tree, the common case) and cgroup v1 (one tree per
 controller: memory, pids, cpu, cpuacct). The groups of one training process live under a folder of their own,
-`trl_grpo_ext-<pid>`: under the trainer's own cgroup on v1, next to it on v2 (v2 allows no process in a cgroup whose
-controllers are delegated to children). A candidate joins its group before its code runs by writing "0" to the
+`trl_grpo_ext-<PID namespace>-<pid>`: under the trainer's own cgroup on v1, next to it on v2 (v2 allows no process in
+a cgroup whose controllers are delegated to children). A candidate joins its group before its code runs by writing "0" to the
 `cgroup.procs` descriptors it is handed (the fork server's candidate, sandbox/fork.py) or through a `sh` wrapper
 (`join_command`, for a sandbox process of its own).
 """
@@ -96,19 +96,19 @@ def _layout_v1(mounts, own) -> dict:
         point = next((Path(p) for p, fstype, opts in mounts if fstype == "cgroup" and controller in opts), None)
         if point is None or controller not in own:
             raise CgroupUnavailable(f"the cgroup v1 controller {controller!r} is not mounted")
-        folders[controller] = point / own[controller].lstrip("/") / f"trl_grpo_ext-{os.getpid()}"
+        folders[controller] = point / own[controller].lstrip("/") / own_folder_name()
     return folders
 
 
 class CgroupTree:
-    """The folder holding this process's candidate groups (`trl_grpo_ext-<pid>`), made on first use."""
+    """The folder holding this process's candidate groups (`own_folder_name`), made on first use."""
 
     def __init__(self):
         mounts, own = _mounts(), _own_cgroups()
         reasons = []
         try:
             parent = _layout_v2(mounts, own)
-            folder = parent / f"trl_grpo_ext-{os.getpid()}"
+            folder = parent / own_folder_name()
             self.layout = Layout(2, dict.fromkeys(V2_CONTROLLERS, folder))
         except (CgroupUnavailable, OSError) as exc:
             reasons.append(f"v2: {exc}")
@@ -314,11 +314,23 @@ class CandidateGroup:
         return self.removed
 
 
+def _pid_namespace() -> int:
+    return os.stat("/proc/self/ns/pid").st_ino
+
+
+def own_folder_name() -> str:
+    """`trl_grpo_ext-<PID namespace>-<pid>`: a pid names a process only within its PID namespace (a container, `unshare
+    --pid`), and training processes of several namespaces may share one cgroup tree."""
+    return f"trl_grpo_ext-{_pid_namespace()}-{os.getpid()}"
+
+
 def _remove_left_by_dead_processes(parent: Path) -> None:
-    """The empty groups of training processes that died without removing them (killed, or crashed)."""
-    for folder in parent.glob("trl_grpo_ext-*"):
-        pid = folder.name.rpartition("-")[2]
-        if not pid.isdigit() or os.path.exists(f"/proc/{pid}"):
+    """The empty groups of training processes that died without removing them (killed, or crashed). Only those of this
+    PID namespace: another namespace's pids cannot be looked up here (and its processes' folders must stay)."""
+    namespace = str(_pid_namespace())
+    for folder in parent.glob("trl_grpo_ext-*-*"):
+        _, folder_namespace, pid = folder.name.split("-", 2)
+        if folder_namespace != namespace or not pid.isdigit() or os.path.exists(f"/proc/{pid}"):
             continue
         for group in [*folder.glob("c*"), folder]:
             try:

@@ -38,7 +38,7 @@ from .isolation import (
     sandbox_python,
 )
 from .process import SAID_CHARS, START_TIMEOUT_S, Limits, SandboxError, SandboxProcess
-from .uids import FIRST_SANDBOX_UID, SANDBOX_UID_COUNT, UIDS
+from .uids import FIRST_SANDBOX_UID, SANDBOX_UID_COUNT, UIDS, adopt_orphans
 
 logger = logging.getLogger("trl_grpo_ext.verifiers")
 
@@ -53,6 +53,8 @@ class Sandbox(SandboxProcess):
         super().__init__(limits)
         self.isolation = isolation
         self.uid = UIDS.acquire() if isolation.dedicated_uid else None
+        if self.uid is not None and isolation.level != "bwrap":
+            adopt_orphans()  # no PID namespace here: what the candidate leaves is killed by uid, then reaped by us
         self.workdir = None
         self.stderr_r = -1
         self.files = []  # the sandbox files, copied in by bubblewrap at start

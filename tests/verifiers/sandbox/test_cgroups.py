@@ -31,7 +31,7 @@ def test_cgroup_v2_groups_next_to_the_trainers_own(monkeypatch, tmp_path):
     fake_tree(monkeypatch, [(str(root), "cgroup2", {"rw"})], {"": "/system.slice/trainer.service"})
 
     tree = cgroups.CgroupTree()
-    folder = slice_ / f"trl_grpo_ext-{os.getpid()}"
+    folder = slice_ / cgroups.own_folder_name()
     assert tree.version == 2 and tree.layout.parents == (folder,)
     assert (folder / "cgroup.subtree_control").read_text() == "+memory +pids +cpu"
     tree.weigh(3)
@@ -75,7 +75,7 @@ def test_cgroup_v1_one_folder_per_tree_under_the_trainers_own(monkeypatch, tmp_p
     fake_tree(monkeypatch, mounts, own)
 
     tree = cgroups.CgroupTree()
-    name = f"trl_grpo_ext-{os.getpid()}"
+    name = cgroups.own_folder_name()
     assert tree.version == 1
     assert tree.layout.parents == (
         tmp_path / "memory" / "jobs" / "42" / name, tmp_path / "pids" / name, tmp_path / "cpu,cpuacct" / name,
@@ -129,3 +129,16 @@ def test_a_verifier_option_that_is_not_a_bool_is_refused():
 
     with pytest.raises(ValueError, match="cgroup='yes'"):
         get_verifier("code", cgroup="yes")
+
+
+def test_only_this_pid_namespaces_dead_trainings_lose_their_folders(tmp_path):
+    """A pid means a process only in its PID namespace: a training in another one (a container, `unshare --pid`) whose
+    pid is not alive here must keep its groups."""
+    dead = max(int(p) for p in os.listdir("/proc") if p.isdigit()) + 100_000  # no process here has it
+    ours = cgroups.own_folder_name().split("-")[1]
+    other = str(int(ours) + 1)  # namespaces are inodes of the nsfs: another one's differs
+    for name in (f"trl_grpo_ext-{ours}-{dead}", f"trl_grpo_ext-{other}-{dead}", f"trl_grpo_ext-{ours}-{os.getpid()}"):
+        (tmp_path / name / "c0").mkdir(parents=True)
+    cgroups._remove_left_by_dead_processes(tmp_path)
+    assert {p.name for p in tmp_path.iterdir()} == {f"trl_grpo_ext-{other}-{dead}", cgroups.own_folder_name()}
+    assert (tmp_path / f"trl_grpo_ext-{other}-{dead}" / "c0").is_dir()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -188,3 +189,41 @@ def test_import_reads_no_password_database():
 
 if __name__ == "__main__":
     worker(*sys.argv[1:4])
+
+
+# Under isolation="rlimits" there is no PID namespace of the candidate's own: what it leaves goes to an init. A
+# container's init may never reap: the training itself (`docker run image python train.py`, no --init), or a launcher
+# that waits for its own child only (here a Python parent in `subprocess.run`).
+VERIFIES_WHAT_LEAVES_A_CHILD = """
+import json, logging, os
+from trl_grpo_ext.verifiers import get_verifier
+from trl_grpo_ext.verifiers.sandbox.uids import UIDS, processes_of_uid
+errors = []
+logging.getLogger("trl_grpo_ext.verifiers").addHandler(logging.Handler())
+logging.getLogger("trl_grpo_ext.verifiers").handlers[-1].emit = lambda record: errors.append(record.getMessage())
+verifier = get_verifier("code", timeout_s=8, workers=2, isolation="rlimits")
+leaves_a_child = "import os, time\\nif os.fork() == 0:\\n    time.sleep(60)\\n    os._exit(0)\\ndef f(): return 1"
+reasons = [r.reason for _ in range(3) for r in verifier.verify_batch([leaves_a_child] * 2, ["assert f() == 2"] * 2)]
+left = {uid: processes_of_uid(uid) for uid in UIDS.held()}
+verifier.close()
+print(json.dumps({"reasons": reasons, "left": left, "errors": [e for e in errors if "weak isolation" not in e]}))
+"""
+
+
+@pytest.mark.parametrize("init", ["the_training", "a_launcher"])
+def test_what_a_candidate_leaves_is_reaped_under_an_init_that_never_reaps(init):
+    needs_root()
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare (util-linux) is not installed")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    training = [sys.executable, "-c", VERIFIES_WHAT_LEAVES_A_CHILD]
+    if init == "a_launcher":
+        training = [sys.executable, "-c", f"import subprocess, sys\nsys.exit(subprocess.run({training!r}).returncode)"]
+    command = ["unshare", "--pid", "--fork", "--mount-proc", *training]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["reasons"] == ["wrong"] * 6, report
+    # Before: each leftover child stayed a zombie of init, its uid was given up after 5 s ("survived SIGKILL").
+    assert report["errors"] == [], report["errors"]
+    assert report["left"] and all(processes == [] for processes in report["left"].values()), report["left"]
