@@ -385,8 +385,9 @@ class CodeVerifier(Verifier):
         return self.programs.get(self._compile_pool_started(), source, self.cpp_flags)
 
     def _checker(self, tests: list) -> Checker | Outcome | None:
-        """The row's checker, compiled with `checker_headers` (cached like any program) and run with the checker limits; None without one;
-        an Outcome when it cannot be had (it does not compile: `unusable_reference`; the machine stalled it)."""
+        """The row's checker, compiled with `checker_headers` (cached like any program) and run with the checker
+        limits; None without one; an Outcome when it cannot be had (it does not compile: `unusable_reference`; the
+        machine stalled it)."""
         source = getattr(tests, "options", {}).get("checker")
         if source is None:
             return None

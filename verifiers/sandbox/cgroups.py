@@ -12,9 +12,9 @@ and RLIMIT_CPU restarts with each child. A cgroup counts everything the candidat
 One small interface over both layouts: cgroup v2 (one unified tree, the common case) and cgroup v1 (one tree per
 controller: memory, pids, cpu, cpuacct). The groups of one training process live under a folder of their own,
 `trl_grpo_ext-<PID namespace>-<pid>`: under the trainer's own cgroup on v1, next to it on v2 (v2 allows no process in
-a cgroup whose controllers are delegated to children). A candidate joins its group before its code runs by writing "0" to the
-`cgroup.procs` descriptors it is handed (the fork server's candidate, sandbox/fork.py) or through a `sh` wrapper
-(`join_command`, for a sandbox process of its own).
+a cgroup whose controllers are delegated to children). A candidate joins its group before its code runs by writing
+"0" to the `cgroup.procs` descriptors it is handed (the fork server's candidate, sandbox/fork.py) or through a `sh`
+wrapper (`join_command`, for a sandbox process of its own).
 """
 
 from __future__ import annotations
@@ -218,14 +218,18 @@ class CandidateGroup:
         """Bound the group's memory at `memory_bytes` for this candidate (a dataset row's own limit, below the pool's);
         `release` restores the pool's before the group serves another. OSError where the kernel refuses it (v1: the
         group already holds more)."""
-        files = (
-            ("memory.max",) if self.layout.version == 2 else ("memory.limit_in_bytes", "memory.memsw.limit_in_bytes")
-        )
-        # v1 keeps memory.limit_in_bytes <= memory.memsw.limit_in_bytes at every write: lowering, the first goes first.
-        for file in files if memory_bytes < self.memory_bytes else reversed(files):
-            (_write if file != "memory.memsw.limit_in_bytes" else _write_if_present)(
-                self._memory / file, str(memory_bytes)
-            )
+        value = str(memory_bytes)
+        if self.layout.version == 2:
+            _write(self._memory / "memory.max", value)
+        else:
+            # v1 keeps memory.limit_in_bytes <= memory.memsw.limit_in_bytes at each write: lower it first, raise last.
+            limit, memsw = self._memory / "memory.limit_in_bytes", self._memory / "memory.memsw.limit_in_bytes"
+            if memory_bytes < self.memory_bytes:
+                _write(limit, value)
+                _write_if_present(memsw, value)
+            else:
+                _write_if_present(memsw, value)
+                _write(limit, value)
         self.memory_bytes = memory_bytes
 
     def join_fds(self) -> list[int]:
