@@ -256,7 +256,7 @@ class CodeVerifier(Verifier):
             processes=int(max_processes), tmp_mb=128,
         )  # fmt: skip
         self.programs = ProgramCache()
-        self._compile_pool = self._checker_pool = None
+        self._side_pools: dict[str, SandboxPool] = {}  # "compile" and "checker", each started on first use
         self.partial_credit = partial_credit
         self.float_tolerance = float_tolerance
         self.workers = workers or min(8, default_worker_count())  # sandboxes run at once, per training process
@@ -280,21 +280,15 @@ class CodeVerifier(Verifier):
                 self._pool = SandboxPool(self.isolation, self.limits, size=self.workers, cgroups=self._cgroups)
                 self._judge = JudgeProcess()
 
-    def _compile_pool_started(self) -> SandboxPool:
-        """The sandboxes that compile sources and run checkers, with the compile limits; started on first use."""
+    def _side_pool(self, role: str) -> SandboxPool:
+        """The sandboxes of `role`: "compile" (C++ sources, with the compile limits) or "checker" (rows' checkers, with
+        the checker limits); started on first use, two at most."""
         with self._start_lock:
-            if self._compile_pool is None:
+            if role not in self._side_pools:
+                limits = {"compile": self.compile_limits, "checker": self.checker_limits}[role]
                 size = max(1, min(2, self.workers))
-                self._compile_pool = SandboxPool(self.isolation, self.compile_limits, size=size, cgroups=self._cgroups)
-            return self._compile_pool
-
-    def _checker_pool_started(self) -> SandboxPool:
-        """The sandboxes that run rows' checkers, with the checker limits; started on the first row with a checker."""
-        with self._start_lock:
-            if self._checker_pool is None:
-                size = max(1, min(2, self.workers))
-                self._checker_pool = SandboxPool(self.isolation, self.checker_limits, size=size, cgroups=self._cgroups)
-            return self._checker_pool
+                self._side_pools[role] = SandboxPool(self.isolation, limits, size=size, cgroups=self._cgroups)
+            return self._side_pools[role]
 
     def verify(self, completion: str, reference: Any) -> VerificationResult:
         return self._verify_same_program([completion], reference)[0]
@@ -382,7 +376,7 @@ class CodeVerifier(Verifier):
         return Outcome(passed, total, first_error, failures=failures[:5])
 
     def _compiled(self, source: str) -> Compiled | Outcome:
-        return self.programs.get(self._compile_pool_started(), source, self.cpp_flags)
+        return self.programs.get(self._side_pool("compile"), source, self.cpp_flags)
 
     def _checker(self, tests: list) -> Checker | Outcome | None:
         """The row's checker, compiled with `checker_headers` (cached like any program) and run with the checker
@@ -393,13 +387,13 @@ class CodeVerifier(Verifier):
             return None
         if (missing := compiler_missing()) is not None:
             raise SandboxError(f"the row has a checker, and {missing}")
-        built = self.programs.get(self._compile_pool_started(), source, self.cpp_flags, self.checker_headers)
+        built = self.programs.get(self._side_pool("compile"), source, self.cpp_flags, self.checker_headers)
         if isinstance(built, Outcome):
             return built
         if built.program is None:
             return Outcome(unusable=f"checker: does not compile: {built.error}")
         own = CaseLimits(self.checker_limits.time_s, self.checker_limits.memory_mb)
-        return Checker(built.program, self._checker_pool_started(), own)
+        return Checker(built.program, self._side_pool("checker"), own)
 
     def _run_cpp(self, tests: list, code: str) -> Outcome:
         """A C++ program on stdio cases: compiled once (cached by its hash), then run per case in a fresh sandbox
@@ -497,10 +491,9 @@ class CodeVerifier(Verifier):
         if self._executor is not None:
             self._executor.shutdown(wait=True)
             self._executor = None
-        for pool in (self._compile_pool, self._checker_pool):
-            if pool is not None:
-                pool.close()
-        self._compile_pool = self._checker_pool = None
+        for pool in self._side_pools.values():
+            pool.close()
+        self._side_pools = {}
         if self._pool is not None:
             self._pool.close()
             self._judge.close()
