@@ -65,6 +65,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--write_task", metavar="DIR", help="Write the task (dataset folder and task.yaml for compare) and stop."
     )
+    parser.add_argument(
+        "--level", type=int, default=1, choices=(1, 2), help="With --write_task: one operation (1) or two (2)."
+    )
     args = parser.parse_args(argv)
     if args.learning_rate is None:
         args.learning_rate = 2e-4 if args.lora else 2e-5
@@ -184,7 +187,8 @@ def write_task(args, model_path: str) -> int:
 
     out = Path(args.write_task)
     splits = {
-        s: Dataset.from_list(chat_arithmetic_split(s, max_operand=args.max_operand)) for s in ("train", "held_out")
+        s: Dataset.from_list(chat_arithmetic_split(s, level=args.level, max_operand=args.max_operand, limit=limit))
+        for s, limit in (("train", None), ("held_out", args.held_out_limit))
     }
     DatasetDict(splits).save_to_disk(str(out / "data"))
     task = {

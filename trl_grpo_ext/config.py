@@ -19,6 +19,7 @@ from .advantages import (
 from .field_docs import docstring_parameters
 from .kl import validate_kl_estimator
 from .registry import invalid_choice
+from .reward_control import REWARD_CONTROLS
 
 KL_PLACEMENTS = ("loss", "reward")
 # Warnings of the checks point at the code that built the config: past the check, __post_init__ and __init__.
@@ -37,7 +38,7 @@ FIELD_SECTIONS = {
     "Advantage estimation": ("advantage_estimator", "advantage_epsilon", "advantage_std", "pass_at_k"),
     "KL regularisation (when beta > 0)": ("kl_estimator", "kl_placement", "kl_clamp", "kl_target", "kl_horizon"),
     "Held-out evaluation": ("eval_pass_at_k",),
-    "Rewards": ("overlap_rewards",),
+    "Rewards": ("overlap_rewards", "reward_control"),
     "Which groups are trained on": ("dynamic_sampling", "max_generation_rounds", "retire_solved_after"),
 }
 
@@ -158,6 +159,16 @@ class GRPOExtConfig(GRPOConfig):
             "help": "Reward functions built by as_reward_function start verifying right after generation, on a "
             "background thread, while the reference and old-policy log-prob forwards run; their rewards are "
             "collected where stock computes rewards, bitwise the same. Other reward functions run as stock runs them.",
+        },
+    )
+    reward_control: str | None = field(
+        default=None,
+        metadata={
+            "help": "A null-reward control run: 'shuffled' permutes each training batch's rewards across the batch, "
+            "'random' draws each from the batch's rewards with replacement (0/1 rewards: Bernoulli at the batch's "
+            "pass rate), before advantages are computed. Same reward distribution, no information about which "
+            "completion earned it: what such a run learns, any training would (docs/estimators.md#null-reward-"
+            "controls). None: the true rewards.",
         },
     )
     dynamic_sampling: bool = field(
@@ -293,6 +304,8 @@ class GRPOExtConfig(GRPOConfig):
             )
 
     def _validate_sampling_settings(self) -> None:
+        if self.reward_control is not None and self.reward_control not in REWARD_CONTROLS:
+            raise ValueError(invalid_choice("reward_control", self.reward_control, (*REWARD_CONTROLS, "None")))
         if self.max_generation_rounds < 1:
             raise ValueError(f"max_generation_rounds={self.max_generation_rounds} must be at least 1.")
         if not self.dynamic_sampling and self.max_generation_rounds != DEFAULT_MAX_GENERATION_ROUNDS:

@@ -42,6 +42,7 @@ from .evaluation.core import grouped_figures
 from .kl import kl_divergence
 from .prompt_rounds import PromptRounds, Scored, build_prompt_stream
 from .prompt_stream import PromptStream
+from .reward_control import control_generator, control_rewards
 from .reward_overlap import RewardOverlap, can_overlap
 from .tools.metrics import TOOL_STATS
 from .tools.training import end_sessions, log_tool_step, uses_python_tool
@@ -125,6 +126,7 @@ class GRPOExtTrainer(GRPOTrainer):
             super().__init__(model, reward_funcs, args=args, **kwargs)
         self._gathered_rewards_per_func: torch.Tensor | None = None
         self._extracted_answers: dict[str, list] | None = None  # log_extra columns of one eval batch
+        self._control_batch = (-1, -1)
         self._verifier_rewards = [i for i, f in enumerate(self.reward_funcs) if hasattr(f, "verifier")]
         if args.eval_pass_at_k and not self._verifier_rewards:
             raise ValueError(
@@ -215,10 +217,21 @@ class GRPOExtTrainer(GRPOTrainer):
             rewards_per_func = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
         finally:
             self.reward_funcs = reward_funcs
+        if self.args.reward_control is not None and self.model.training:
+            rewards_per_func = self._controlled_rewards(rewards_per_func)
         self._gathered_rewards_per_func = rewards_per_func
         if held_out:
             self._log_pass_at_k(rewards_per_func, completions)
         return rewards_per_func
+
+    def _controlled_rewards(self, rewards_per_func: torch.Tensor) -> torch.Tensor:
+        """The null-reward control (`reward_control`): the batch's rewards moved to other completions, the same way on
+        every process; stock and the estimators see only these."""
+        step = self.state.global_step
+        index = self._control_batch[1] + 1 if self._control_batch[0] == step else 0
+        self._control_batch = (step, index)  # (optimizer step, batch within it)
+        generator = control_generator(self.args.seed, step, index)
+        return control_rewards(rewards_per_func, self.args.reward_control, generator)
 
     def _log_completion_extra(self, column: str, values: list):
         super()._log_completion_extra(column, values)

@@ -7,6 +7,7 @@ accelerate launch --num_processes 2 -m trl_grpo_ext.cli compare --config my_task
 trl-grpo-ext compare --group_sizes 2 4 8 16                    # reward against rollouts spent, per G
 trl-grpo-ext compare --replot outputs/compare                  # redraw results.md/.json and plots from the files
 trl-grpo-ext compare --variant ds:dynamic_sampling=true --x_axis completions   # against completions generated
+trl-grpo-ext compare --budget_completions 2048 --eval_every_completions 1024 --control shuffled --seeds 5
 
 Run again with the same --output_dir to resume: finished runs (variant, seed) are not trained again.
 """
@@ -18,6 +19,7 @@ import sys
 from pathlib import Path
 
 from trl_grpo_ext.commands.help_text import add_task_file, describe
+from trl_grpo_ext.reward_control import REWARD_CONTROLS
 from trl_grpo_ext.usage import UsageError
 
 
@@ -57,6 +59,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--max_steps", type=int, default=None, help="Steps per run (default 200, or the --config file's max_steps)."
+    )
+    parser.add_argument(
+        "--budget_completions",
+        type=int,
+        default=None,
+        metavar="N",
+        help="Stop every run at the first step at which it has generated N completions (dynamic sampling's extra "
+        "rounds count), instead of after a number of steps: variants compared at equal generation cost. Default: "
+        "off (runs stop after --max_steps).",
+    )
+    parser.add_argument(
+        "--eval_every_completions",
+        type=int,
+        default=None,
+        metavar="K",
+        help="With --budget_completions: evaluate every run on the held-out split each time it has generated another "
+        "K completions (the same points for every run), and the base model once per seed: curves of held-out pass@1 "
+        "against completions generated. Default: only at the end of each run.",
+    )
+    parser.add_argument(
+        "--control",
+        action="append",
+        default=[],
+        choices=REWARD_CONTROLS,
+        help="Add a null-reward control run per seed, named control:<kind> (repeatable): 'shuffled' permutes each "
+        "batch's rewards across the batch, 'random' draws them from the batch's rewards with replacement "
+        "(GRPOExtConfig.reward_control). It learns what any training teaches, without the reward's information. "
+        "Default: none.",
     )
     parser.add_argument(
         "--prompts_per_step",
@@ -116,7 +146,6 @@ RESERVED = {
     "per_device_train_batch_size": "use --prompts_per_step (and num_generations)",
     "output_dir": "use --output_dir",
     "logging_steps": "every run logs every step",
-    "report_to": "runs log to their JSONL file",
     "disable_tqdm": "compare shows one progress bar",
 }
 
@@ -124,7 +153,7 @@ RESERVED = {
 def plan(args: argparse.Namespace):
     """(task, runs) from the arguments; UsageError on a bad variant, field or setting."""
     from trl_grpo_ext.compare import Task, load_task_file, parse_variant, plan_group_sweep, plan_runs
-    from trl_grpo_ext.compare.plan import TINY_MAX_STEPS, TINY_PROMPTS_PER_STEP, TINY_SETTINGS
+    from trl_grpo_ext.compare.plan import CONTROL, TINY_MAX_STEPS, TINY_PROMPTS_PER_STEP, TINY_SETTINGS
 
     if args.config:
         task, common = load_task_file(args.config)
@@ -140,7 +169,7 @@ def plan(args: argparse.Namespace):
     shared = {}
     for text in args.set:
         shared.update(parse_variant(f"set:{text}")[1])
-    variants = [parse_variant(text) for text in args.variant] or [("ext", {})]
+    variants = [parse_variant(text) for text in args.variant] or ([] if args.control else [("ext", {})])
     for where, settings in [("--set", shared), *((f"--variant {name}", o) for name, o in variants)]:
         reserved = sorted(set(settings) & set(RESERVED))
         if reserved:
@@ -153,6 +182,8 @@ def plan(args: argparse.Namespace):
     names = [name for name, _ in variants]
     if len(set(names)) != len(names):
         raise UsageError(f"--variant: each NAME must be unique; got {names}.")
+    variants += [(f"{CONTROL}:{kind}", {"reward_control": kind}) for kind in dict.fromkeys(args.control)]
+    budget = budget_of(args)
     first_seed = args.seed if args.seed is not None else common.pop("seed", 0)
     common.pop("seed", None)
     seeds = list(range(first_seed, first_seed + args.seeds))
@@ -160,7 +191,13 @@ def plan(args: argparse.Namespace):
         raise UsageError(f"--seeds {args.seeds}: must be >= 1.")
     max_steps = args.max_steps or common.pop("max_steps", None) or (TINY_MAX_STEPS if task.builtin else None)
     common.pop("max_steps", None)
-    if not max_steps or max_steps < 1:
+    if budget is not None:
+        if args.max_steps or args.group_sizes:
+            raise UsageError(
+                "--budget_completions sets each run's length: give it without --max_steps and --group_sizes."
+            )
+        max_steps = None
+    elif not max_steps or max_steps < 1:
         raise UsageError("--config: set max_steps (> 0) in the file or pass --max_steps: each run needs a length.")
     prompts = args.prompts_per_step
     if prompts is None and "per_device_train_batch_size" in common:  # the --config file's batch
@@ -171,8 +208,25 @@ def plan(args: argparse.Namespace):
     if args.group_sizes:
         runs = plan_group_sweep(args.group_sizes, variants, common, args.rollouts, prompts, seeds)
     else:
-        runs = plan_runs(variants, common, max_steps, prompts, seeds)
+        runs = plan_runs(variants, common, max_steps, prompts, seeds, budget=budget)
     return task, runs
+
+
+def budget_of(args: argparse.Namespace):
+    """The completion budget of `--budget_completions` and `--eval_every_completions`, or None."""
+    from trl_grpo_ext.compare.plan import Budget
+
+    if args.eval_every_completions is not None and args.budget_completions is None:
+        raise UsageError("--eval_every_completions needs --budget_completions (the points run up to the budget).")
+    for flag, value in (
+        ("--budget_completions", args.budget_completions),
+        ("--eval_every_completions", args.eval_every_completions),
+    ):
+        if value is not None and value < 1:
+            raise UsageError(f"{flag} {value}: must be >= 1.")
+    if args.budget_completions is None:
+        return None
+    return Budget(args.budget_completions, args.eval_every_completions)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -18,6 +18,7 @@ from trl_grpo_ext.task import TASK_KEYS, Task, import_verifier_modules
 from trl_grpo_ext.usage import UsageError, check_model_path
 
 STOCK = "stock"
+CONTROL = "control"  # the null-reward control runs are named control:<kind> (`--control`)
 # Settings of the built-in task (those of examples/demo.py); `--set`, the YAML file and variants replace them.
 TINY_SETTINGS: dict[str, Any] = dict(
     learning_rate=1e-3,
@@ -31,15 +32,17 @@ TINY_SETTINGS: dict[str, Any] = dict(
 )
 TINY_MAX_STEPS = 200
 TINY_PROMPTS_PER_STEP = 32
-# Every run logs every step to its JSONL file and nowhere else, whatever the YAML file says.
-FORCED_SETTINGS: dict[str, Any] = dict(logging_steps=1, report_to="none", disable_tqdm=True)
+# Every run logs every step to its JSONL file, whatever the YAML file says (and to `report_to`'s trackers if set).
+FORCED_SETTINGS: dict[str, Any] = dict(logging_steps=1, disable_tqdm=True)
 
 
 @dataclass
 class RunSpec:
     """One training run. `trainer`: "stock" (trl.GRPOTrainer) or "ext" (GRPOExtTrainer). `overrides`: the variant's
     own settings (shown in the report); `settings`: every config field the run sets. `baseline`: the stock run it is
-    compared with (same seed)."""
+    compared with (same seed). `budget_completions`: stop at the first step whose completions generated reach it
+    (`max_steps` is then an upper bound); `eval_points`: completions generated at which the policy is evaluated on
+    the held-out split, besides the end of training."""
 
     name: str
     trainer: str
@@ -48,6 +51,8 @@ class RunSpec:
     max_steps: int = TINY_MAX_STEPS
     seed: int = 0
     baseline: str = STOCK
+    budget_completions: int | None = None
+    eval_points: list[int] = field(default_factory=list)
 
     @property
     def run_id(self) -> str:
@@ -172,22 +177,43 @@ def load_task_file(path: str | os.PathLike) -> tuple[Task, dict[str, Any]]:
 def plan_runs(
     variants: list[tuple[str, dict]],
     common: dict,
-    max_steps: int,
+    max_steps: int | None,
     prompts_per_step: int,
     seeds: list[int],
     suffix: str = "",
+    budget: Budget | None = None,
 ) -> list[RunSpec]:
     """For each seed: stock, then each variant. `common` settings apply to every run, stock included; each run asks
-    for `prompts_per_step` prompts of `num_generations` completions per device per step."""
+    for `prompts_per_step` prompts of `num_generations` completions per device per step. With a `budget`, each run
+    stops when it has generated `budget.completions` (`max_steps`: the steps stock needs on one process, an upper
+    bound for the rest) and is evaluated every `budget.eval_every` completions."""
     runs = []
     for seed in seeds:
         for name, trainer, overrides in [(STOCK, STOCK, {}), *((n, "ext", o) for n, o in variants)]:
             settings = {**common, **overrides}
             settings["per_device_train_batch_size"] = settings.get("num_generations", 8) * prompts_per_step
-            runs.append(
-                RunSpec(name + suffix, trainer, dict(overrides), settings, max_steps, seed, baseline=STOCK + suffix)
-            )
+            run = RunSpec(name + suffix, trainer, dict(overrides), settings, max_steps or 0, seed, STOCK + suffix)
+            if budget is not None:
+                per_step = settings["per_device_train_batch_size"] * settings.get("gradient_accumulation_steps", 1)
+                run.max_steps = -(-budget.completions // per_step)
+                run.budget_completions = budget.completions
+                run.eval_points = budget.points(run.max_steps * per_step)
+            runs.append(run)
     return runs
+
+
+@dataclass
+class Budget:
+    """Runs stopped at a number of completions generated, evaluated on the held-out split every `eval_every`."""
+
+    completions: int
+    eval_every: int | None = None
+
+    def points(self, total: int) -> list[int]:
+        """The evaluation points up to the budget (the last one is the end of training)."""
+        if not self.eval_every:
+            return []
+        return list(range(self.eval_every, min(total, self.completions) + 1, self.eval_every))
 
 
 def plan_group_sweep(
@@ -314,6 +340,7 @@ def run_config_kwargs(run: RunSpec, output_dir: Path) -> dict[str, Any]:
     cpu = {} if accelerator_available() or "use_cpu" in run.settings else {"use_cpu": True}
     return {
         **cpu,
+        "report_to": "none",
         **run.settings,
         **FORCED_SETTINGS,
         "output_dir": str(output_dir / "trainer" / run.run_id),
@@ -328,8 +355,12 @@ class without_distributed_env:
 
     NAMES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 
+    @classmethod
+    def hides(cls, name: str) -> bool:
+        return name in cls.NAMES or name.startswith("ACCELERATE_")
+
     def __enter__(self):
-        self.saved = {k: os.environ.pop(k) for k in list(os.environ) if k in self.NAMES or k.startswith("ACCELERATE_")}
+        self.saved = {k: os.environ.pop(k) for k in list(os.environ) if self.hides(k)}
         return self
 
     def __exit__(self, *exc):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from trl_grpo_ext.compare.plan import STOCK
-from trl_grpo_ext.compare.stats import mean_ci
+from trl_grpo_ext.compare.stats import bootstrap_seeds
 
 PLOTS = (("reward", "step", "reward.png"), ("kl", "step", "kl.png"), ("reward", "rollouts", "rollouts.png"))
 
@@ -87,7 +87,7 @@ def plot_curves(runs, output_dir: Path, x_axis: str = "both") -> list[Path]:
             )[0]
             ax.plot(xs, raw, color=line.get_color(), alpha=0.25, linewidth=0.8, label=f"{name}{note}: per step")
             if seeds >= 2:
-                bands = [mean_ci(list(col))["ci95"] for col in zip(*smoothed_per_seed)]
+                bands = [bootstrap_seeds(list(col))["ci95"] for col in zip(*smoothed_per_seed)]
                 ax.fill_between(
                     xs, [b[0] for b in bands], [b[1] for b in bands], color=line.get_color(), alpha=0.15,
                     label=f"{name}: 95% interval over seeds",

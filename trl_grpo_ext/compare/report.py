@@ -13,8 +13,9 @@ import os
 from pathlib import Path
 
 from trl_grpo_ext.compare.held_out import read_held_out
+from trl_grpo_ext.compare.held_out_report import held_out_markdown, held_out_results, plot_held_out, read_grids
 from trl_grpo_ext.compare.plan import STOCK
-from trl_grpo_ext.compare.stats import mean_ci, paired_difference
+from trl_grpo_ext.compare.stats import MIN_SEEDS_FOR_VERDICT, bootstrap_seeds, paired_seed_difference
 from trl_grpo_ext.usage import UsageError
 
 # (name in results.json, column title, format)
@@ -177,7 +178,7 @@ def results(runs, x_axis: str = "both") -> dict:
     variants = {}
     for name in variant_names(runs):
         metrics = [r["metrics"] for r in per_run if r["variant"] == name]
-        variants[name] = {key: mean_ci([m.get(key) for m in metrics]) for key, _, _ in columns}
+        variants[name] = {key: bootstrap_seeds([m.get(key) for m in metrics]) for key, _, _ in columns}
     return {"variants": variants, "runs": per_run, "completion_budget": budget}
 
 
@@ -192,7 +193,9 @@ def paired_differences(runs, payload: dict, x_axis: str = "both") -> dict[str, d
     out = {}
     for name, baseline in baselines.items():
         if name != baseline and baseline in by_seed:
-            out[name] = {key: paired_difference(by_seed[name][key], by_seed[baseline][key]) for key, _, _ in columns}
+            out[name] = {
+                key: paired_seed_difference(by_seed[name][key], by_seed[baseline][key]) for key, _, _ in columns
+            }
     return out
 
 
@@ -220,8 +223,8 @@ def describe_task(manifest: dict, runs) -> list[str]:
         f'"Final" reward, KL and entropy average the last tenth of each run\'s steps ({windows} steps); best reward is '
         "the highest moving average over that many steps; step time is the median; tokens/s is the tokens seen "
         "over the summed step times; peak memory is CUDA's peak allocation, else the process's peak RSS.",
-        "Each cell: mean over seeds [95% confidence interval, Student t with n - 1 degrees of freedom]; with one seed "
-        "there is no interval (only the value is shown).",
+        "Each training cell: mean over seeds [95% percentile bootstrap interval over seeds, inside the range of the "
+        "values]; with one seed there is no interval (only the value is shown).",
         *describe_held_out(task, runs),
     ]
 
@@ -240,31 +243,29 @@ def describe_held_out(task: dict, runs) -> list[str]:
     ]
 
 
-def markdown(manifest: dict, runs, x_axis: str = "both") -> str:
+# The training metrics of the table (the rest are in results.json).
+TABLE_KEYS = ("final_reward", "kl", "entropy", "step_time_s", "completions", "reward_at_budget")
+
+
+def markdown(manifest: dict, runs, x_axis: str = "both", held_out: list[str] = ()) -> str:
     payload = results(runs, x_axis)
     diffs = paired_differences(runs, payload, x_axis)
     baselines = {spec["name"]: spec.get("baseline", STOCK) for spec, _ in runs}
     specs = {spec["name"]: spec for spec, _ in runs}
-    lines = ["# Comparison with stock TRL", "", *describe_task(manifest, runs), ""]
+    lines = ["# Comparison with stock TRL", "", *describe_task(manifest, runs), "", *held_out, "## Training", ""]
     if x_axis != "steps":
-        lines[-1:-1] = [
+        lines += [
             f'Reward at the common budget: mean reward of the last steps (as many as for "final") that ended within '
             f"{payload['completion_budget']} completions generated, the total of the run that generated fewest.",
+            "",
         ]
-        lines.append("")
     columns = metric_columns(payload["runs"], x_axis)
-    held_out = [c for c in columns if c[0].startswith(HELD_OUT_PREFIXES)]
-    training = [c for c in columns if c not in held_out]
-    header = ["variant", *(t for _, t, _ in held_out), "trainer", "settings", "seeds", *(t for _, t, _ in training)]
-    header.append("differs from stock")
+    shown = [c for c in columns if c[0] in TABLE_KEYS]
+    header = ["variant", "seeds", *(t for _, t, _ in shown), "differs from stock"]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     identical = []
     for name, stats in payload["variants"].items():
-        spec = specs[name]
-        settings = ", ".join(f"{k}={v}" for k, v in spec["overrides"].items()) or "defaults"
-        cells = [name, *(fmt_interval(stats[key], f) for key, _, f in held_out)]
-        cells += [spec["trainer"], settings, str(stats["final_reward"]["n"])]
-        cells += [fmt_interval(stats[key], f) for key, _, f in training]
+        cells = [name, str(stats["final_reward"]["n"]), *(fmt_interval(stats[key], f) for key, _, f in shown)]
         if name not in diffs:
             cells.append("(baseline)")
         elif identical_to_baseline(runs, name):
@@ -275,6 +276,9 @@ def markdown(manifest: dict, runs, x_axis: str = "both") -> str:
             cells.append(significance_cell(diffs[name], columns))
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
+    for name, spec in specs.items():
+        settings = ", ".join(f"{k}={v}" for k, v in spec["overrides"].items()) or "defaults"
+        lines.append(f"- `{name}`: {spec['trainer']} trainer, {settings}.")
     for name in identical:
         lines.append(
             f"- `{name}` logged exactly what `{baselines[name]}` logged, at every step of every seed (every training "
@@ -284,14 +288,15 @@ def markdown(manifest: dict, runs, x_axis: str = "both") -> str:
     if diffs:
         lines += ["", "## Paired differences from stock", ""]
         lines.append(
-            "Variant minus stock on the same seed, mean over seeds [95% interval]; * marks an interval that excludes "
-            "0 (a significant difference at the 5% level, each metric tested on its own)."
+            "Variant minus stock on the same seed, mean over seeds [95% bootstrap interval over seeds]; * marks an "
+            f"interval that excludes 0 with at least {MIN_SEEDS_FOR_VERDICT} seeds (each metric tested on its own). "
+            "Every metric, held-out ones included: results.json."
         )
-        lines += ["", "| variant | " + " | ".join(t for _, t, _ in columns) + " |", "|" + "---|" * (len(columns) + 1)]
+        lines += ["", "| variant | " + " | ".join(t for _, t, _ in shown) + " |", "|" + "---|" * (len(shown) + 1)]
         for name, metrics in diffs.items():
             cells = [
                 fmt_interval(metrics[key], f, signed=True) + (" *" if metrics[key]["significant"] else "")
-                for key, _, f in columns
+                for key, _, f in shown
             ]
             lines.append(f"| {name} vs {baselines[name]} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -301,7 +306,7 @@ def significance_cell(metrics: dict[str, dict], columns: list[tuple[str, str, st
     """The metrics whose paired interval excludes 0, with the direction; why there is no verdict otherwise."""
     titles = {key: title for key, title, _ in columns}
     if all(d["significant"] is None for d in metrics.values()):
-        return "n/a (needs 2+ seeds)"
+        return f"too few seeds for a verdict (< {MIN_SEEDS_FOR_VERDICT})"
     found = [f"{titles[k]} {'higher' if d['mean'] > 0 else 'lower'}" for k, d in metrics.items() if d["significant"]]
     return ", ".join(found) if found else "none significant"
 
@@ -315,8 +320,13 @@ def replot(output_dir: str | os.PathLike, x_axis: str = "both") -> str:
     manifest, runs = read_runs(output_dir)
     if not runs:
         raise UsageError(f"{output_dir} holds no finished run (no <variant>-seed<s>.jsonl listed in manifest.json).")
-    text = markdown(manifest, runs, x_axis)
+    grids, bases, points = read_grids(output_dir, runs)
+    held_out = held_out_results(grids, bases, points)
+    completions = {spec["name"]: rows[-1]["rollouts"] for spec, rows in runs if rows}
+    text = markdown(manifest, runs, x_axis, held_out_markdown(held_out, points, completions))
     (output_dir / "results.md").write_text(text)
-    (output_dir / "results.json").write_text(json.dumps(results(runs, x_axis), indent=2) + "\n")
+    payload = {**results(runs, x_axis), "held_out": held_out, "held_out_points": points}
+    (output_dir / "results.json").write_text(json.dumps(payload, indent=2) + "\n")
     plot_curves(runs, output_dir, x_axis)
+    plot_held_out(held_out, points, output_dir)
     return text

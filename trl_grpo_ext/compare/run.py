@@ -105,6 +105,7 @@ def run_all(
     )
     env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
     base_port = int(os.environ.get("MASTER_PORT", 29500))
+    evaluate_base_models(runs, task, output_dir, threads, launcher, env)
     try:
         for run in todo:
             index = runs.index(run)
@@ -122,6 +123,42 @@ def run_all(
     finally:
         bar.close()
     return todo
+
+
+def evaluate_base_models(runs: list[RunSpec], task: Task, output_dir: Path, threads: int, launcher, env) -> None:
+    """Once per seed, when the runs are evaluated along the way: the untrained model on the held-out split, with the
+    seed's first run's generation settings (`base-seed<s>.eval.json`), in one process; the others of a launch wait."""
+    from trl_grpo_ext.compare.held_out import base_run_id, eval_path
+    from trl_grpo_ext.compare.plan import STOCK, without_distributed_env
+    from trl_grpo_ext.evaluation.tasks import held_out_split
+
+    if held_out_split(task) is None or not any(run.eval_points for run in runs):
+        return
+    first = {}
+    for run in runs:
+        first.setdefault(run.seed, run)
+    for seed, run in first.items():
+        path = eval_path(output_dir, base_run_id(seed))
+        if process_rank()[0] == 0 and not path.exists():
+            base = RunSpec("base", STOCK, settings=run.settings, max_steps=0, seed=seed)
+            spec = {"run": asdict(base), "task": asdict(task), "model": prepare_model(task, output_dir, seed),
+                    "output_dir": str(output_dir), "threads": threads, "base": True}  # fmt: skip
+            alone = {k: v for k, v in env.items() if not without_distributed_env.hides(k)}
+            log_path = output_dir / "logs" / f"{base_run_id(seed)}.log"
+            process = launcher(base, spec, log_path, alone)
+            if process.wait() != 0:
+                tail = log_path.read_text()[-4000:] if log_path.exists() else ""
+                raise RuntimeError(f"the base model's evaluation, seed {seed}, failed; its log, {log_path}:\n{tail}")
+        wait_for(path)
+
+
+def wait_for(path: Path, timeout_s: float = 3600) -> None:
+    """Until the main process of a launch has written `path`."""
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the main process did not write {path} within {timeout_s:.0f} s")
+        time.sleep(0.5)
 
 
 def train_run(run, task, output_dir, threads, launcher, env, bar) -> float:

@@ -2,7 +2,9 @@
 
 Started by `run.py` once per run (under `accelerate launch`, once per process of the launch). It trains stock
 `GRPOTrainer` or `GRPOExtTrainer` and writes every logged step, one JSON object per line, to `<output_dir>/<run>.jsonl`
-(main process only), with the completions spent so far (`rollouts`) and the peak memory.
+(main process only), with the completions spent so far (`rollouts`) and the peak memory. With a completion budget,
+training stops at the first step that reaches it; at each of the run's `eval_points` (completions generated), the
+policy is evaluated on the held-out split. `{"base": true}` in the spec evaluates the untrained model instead.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import json
 import sys
 from pathlib import Path
 
-from trl_grpo_ext.compare.held_out import evaluate_held_out
+from trl_grpo_ext.compare.held_out import eval_path, evaluate_base, evaluate_held_out
 from trl_grpo_ext.compare.plan import STOCK, RunSpec, run_config_kwargs
 from trl_grpo_ext.task import Task, import_verifier_modules, load_task_dataset
 
@@ -44,17 +46,36 @@ def train_one(run: RunSpec, task: Task, model: str, output_dir: Path, threads: i
     trainer = trainer_cls(
         model=model, reward_funcs=rewards, args=config, train_dataset=load_task_dataset(task, run.seed)
     )
-    recorder = metrics_recorder(output_dir / f"{run.run_id}.jsonl", generation_schedule(config))
+    run_id = run.run_id
+
+    def evaluate(point: int | None, completions: int, step: int) -> None:
+        path = eval_path(output_dir, run_id, point)
+        evaluate_held_out(trainer, task, run, rewards, path, completions, step)
+
+    recorder = metrics_recorder(output_dir / f"{run_id}.jsonl", generation_schedule(config), run, evaluate)
     trainer.add_callback(recorder)
     trainer.remove_callback(PrinterCallback)  # the JSONL file has every log
     try:
         trainer.train()
-        evaluate_held_out(trainer, task, run, rewards, output_dir / f"{run.run_id}.eval.json")
+        evaluate(None, recorder.completions, trainer.state.global_step)
     finally:
         recorder.close()
         for reward in rewards:
             reward.verifier.close()
     end_training(trainer)
+
+
+def evaluate_untrained(run: RunSpec, task: Task, model: str, output_dir: Path, threads: int) -> None:
+    """The base model's held-out evaluation, with `run`'s generation settings and seed (one process)."""
+    import torch
+
+    torch.set_num_threads(threads)
+    rewards = build_rewards(task)
+    try:
+        evaluate_base(task, model, run.settings, run.seed, rewards, eval_path(output_dir, run.run_id))
+    finally:
+        for reward in rewards:
+            reward.verifier.close()
 
 
 def generation_schedule(config) -> tuple[int, int]:
@@ -69,24 +90,39 @@ def completions_generated(step: int, accumulation: int, schedule: tuple[int, int
     return -(-step * accumulation // micro_steps) * per_generation
 
 
-def metrics_recorder(path: Path, schedule: tuple[int, int]):
+def metrics_recorder(path: Path, schedule: tuple[int, int], run: RunSpec, evaluate=None):
     """A TrainerCallback writing each training log of the main process as one JSON line, with the completions
     generated so far (`rollouts`: the trainer's `num_completions_generated` where it logs one, as with dynamic
-    sampling, else `completions_generated`) and the peak memory."""
+    sampling, else `completions_generated`) and the peak memory. On every process, it calls `evaluate(point,
+    completions, step)` at each of `run.eval_points` that the completions reach before the budget, and stops training
+    at the first step whose completions reach `run.budget_completions` (the end of training evaluates that point)."""
     from transformers import TrainerCallback
 
     class MetricsRecorder(TrainerCallback):
         file = None
+        completions = 0
+        points = sorted(run.eval_points)
 
         def on_log(self, args, state, control, logs=None, **kwargs):
-            if not state.is_world_process_zero or not logs or "reward" not in logs:
-                return  # another process, or the end-of-training summary
-            if self.file is None:
-                self.file = open(path, "w")
+            if not logs or "reward" not in logs:
+                return  # the end-of-training summary
             rollouts = logs.get("num_completions_generated")
             if rollouts is None:
                 rollouts = completions_generated(state.global_step, args.gradient_accumulation_steps, schedule)
-            row = {"step": state.global_step, "rollouts": int(rollouts), **logs}
+            self.completions = int(rollouts)
+            if state.is_world_process_zero:
+                self.write({"step": state.global_step, "rollouts": self.completions, **logs})
+            budget = run.budget_completions
+            if budget is not None and self.completions >= budget:
+                control.should_training_stop = True
+            while self.points and self.completions >= self.points[0]:
+                point = self.points.pop(0)
+                if evaluate is not None and not control.should_training_stop:
+                    evaluate(point, self.completions, state.global_step)
+
+        def write(self, row: dict) -> None:
+            if self.file is None:
+                self.file = open(path, "w")
             self.file.write(json.dumps({**row, "peak_memory_mb": peak_memory_mb()}) + "\n")
             self.file.flush()
 
@@ -110,4 +146,8 @@ def peak_memory_mb() -> float:
 
 if __name__ == "__main__":
     spec = json.loads(sys.argv[1])
+    if spec.get("base"):
+        evaluate_untrained(RunSpec(**spec["run"]), Task(**spec["task"]), spec["model"], Path(spec["output_dir"]),
+                           spec["threads"])  # fmt: skip
+        sys.exit(0)
     train_one(RunSpec(**spec["run"]), Task(**spec["task"]), spec["model"], Path(spec["output_dir"]), spec["threads"])
