@@ -231,6 +231,9 @@ class GRPOExtTrainer(GRPOTrainer):
         index = self._control_batch[1] + 1 if self._control_batch[0] == step else 0
         self._control_batch = (step, index)  # (optimizer step, batch within it)
         generator = control_generator(self.args.seed, step, index)
+        # What the policy really earned: the logged reward of a control is what it trained on
+        true_rewards = combined_rewards(rewards_per_func, self.reward_weights)
+        self._metrics["train"]["reward_control/true_reward"].append(torch.nanmean(true_rewards).item())
         return control_rewards(rewards_per_func, self.args.reward_control, generator)
 
     def _log_completion_extra(self, column: str, values: list):

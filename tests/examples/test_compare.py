@@ -184,6 +184,129 @@ def test_paired_difference_pairs_by_seed():
     assert paired_difference({0: 0.5}, {0: 0.4})["significant"] is None
 
 
+def test_two_way_bootstrap_matches_the_exact_bootstrap_distribution():
+    import itertools
+
+    import numpy as np
+
+    from trl_grpo_ext.compare.stats import bootstrap_grid
+
+    grid = [[1.0, 0.0, 1.0], [0.0, 0.0, 1.0], [1.0, 1.0, 1.0]]
+    means = [
+        np.mean([[grid[r][c] for c in cols] for r in rows_])
+        for rows_ in itertools.product(range(3), repeat=3)
+        for cols in itertools.product(range(3), repeat=3)
+    ]
+    stat = bootstrap_grid(grid)
+    assert stat["mean"] == pytest.approx(6 / 9) and (stat["n"], stat["prompts"]) == (3, 3)
+    assert stat["ci95"] == pytest.approx(list(np.percentile(means, [2.5, 97.5])), abs=0.02)
+    assert bootstrap_grid([[0.5]])["ci95"] is None
+
+
+def test_verdicts_need_five_seeds():
+    from trl_grpo_ext.compare.stats import paired_seed_difference, verdict
+
+    four = paired_seed_difference({s: 0.5 for s in range(4)}, {s: 0.1 for s in range(4)})
+    five = paired_seed_difference({s: 0.5 + 0.01 * s for s in range(5)}, {s: 0.1 for s in range(5)})
+    assert four["significant"] is None and five["significant"] is True
+    assert verdict(four, 4) == "too few seeds for a verdict (4 < 5)" and verdict(five, 5) == "higher"
+    tied = paired_seed_difference({s: 0.1 * (s % 2) for s in range(6)}, {s: 0.05 for s in range(6)})
+    assert tied["significant"] is False and verdict(tied, 6) == "no separable difference"
+
+
+def test_a_budget_sets_each_runs_length_and_evaluation_points():
+    from trl_grpo_ext.compare.plan import Budget
+
+    runs = plan_runs(
+        [("ds", {"dynamic_sampling": True})], {"num_generations": 8}, None, 4, [0], budget=Budget(100, 32)
+    )
+    assert [(r.name, r.max_steps, r.budget_completions, r.eval_points) for r in runs] == [
+        ("stock", 4, 100, [32, 64, 96]),  # 32 completions a step: 4 steps reach 128 >= 100
+        ("ds", 4, 100, [32, 64, 96]),
+    ]
+
+
+@pytest.mark.parametrize(
+    "args, expected",
+    [
+        (["--eval_every_completions", "64"], "--eval_every_completions needs --budget_completions"),
+        (["--budget_completions", "64", "--max_steps", "3"], "give it without --max_steps"),
+        (["--budget_completions", "0"], "--budget_completions 0: must be >= 1."),
+    ],
+)
+def test_budget_flags_are_checked(tmp_path, capsys, args, expected):
+    assert main(["compare", *args, "--output_dir", str(tmp_path / "out")]) == 2
+    assert expected in capsys.readouterr().err
+
+
+def test_control_runs_are_named_and_set_reward_control():
+    import argparse
+
+    from trl_grpo_ext.commands.compare import add_arguments, plan
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    _, runs = plan(parser.parse_args(["--control", "shuffled", "--control", "random", "--budget_completions", "512"]))
+    assert [(r.name, r.trainer, r.overrides) for r in runs] == [
+        ("stock", "stock", {}),
+        ("control:shuffled", "ext", {"reward_control": "shuffled"}),
+        ("control:random", "ext", {"reward_control": "random"}),
+    ]
+    assert {r.max_steps for r in runs} == {2}  # the built-in task: 32 prompts x 8 completions a step
+
+
+class FakeState:
+    is_world_process_zero = True
+
+    def __init__(self, step):
+        self.global_step = step
+
+
+class FakeControl:
+    should_training_stop = False
+
+
+def test_the_recorder_evaluates_at_each_point_and_stops_at_the_budget(tmp_path):
+    from trl_grpo_ext.compare.worker import metrics_recorder
+
+    run = RunSpec("ds", "ext", budget_completions=100, eval_points=[32, 64, 96])
+    calls = []
+    recorder = metrics_recorder(tmp_path / "log.jsonl", (32, 1), run, lambda *a: calls.append(a))
+    control = FakeControl()
+    args = type("Args", (), {"gradient_accumulation_steps": 1})()
+    # dynamic sampling logs its own count: 40, then 90 (past two points at once), then 130 (past the budget)
+    for step, generated in enumerate([40, 90, 130], start=1):
+        recorder.on_log(args, FakeState(step), control, logs={"reward": 0.5, "num_completions_generated": generated})
+        assert control.should_training_stop == (generated >= 100)
+    recorder.close()
+    assert calls == [(32, 40, 1), (64, 90, 2)]  # 96 is left to the end of training, which evaluates every run
+    assert [json.loads(line)["rollouts"] for line in (tmp_path / "log.jsonl").read_text().splitlines()] == [
+        40,
+        90,
+        130,
+    ]
+
+
+def test_held_out_report_reads_curves_and_pairs_by_seed(tmp_path):
+    from trl_grpo_ext.compare.held_out_report import area_under_curve, held_out_results
+
+    base = [0.0, 0.5]
+    # pass@1 at 0 completions 0.0 -> 0.5 at 100 -> 1.0 at 200 for problem 0: area (25 + 75) / 200 = 0.5
+    assert area_under_curve({100: [0.5, 0.5], 200: [1.0, 0.5]}, base, [100, 200]) == [0.5, 0.5]
+    grids = {
+        "stock": {s: {100: [0.5, 0.5], 200: [0.5, 0.5]} for s in range(5)},
+        "rloo": {s: {100: [0.5, 0.5], 200: [1.0, 0.5 + 0.1 * s]} for s in range(5)},
+    }
+    payload = held_out_results(grids, {s: base for s in range(5)}, [100, 200])
+    assert payload["base"]["end"]["mean"] == 0.25
+    rloo = payload["rloo"]
+    assert rloo["end"]["mean"] == pytest.approx((1.0 + 0.7) / 2)
+    assert rloo["vs_stock"]["mean"] == pytest.approx(0.35) and rloo["vs_stock"]["verdict"] == "higher"
+    assert rloo["vs_base"]["mean"] == pytest.approx(0.85 - 0.25)
+    assert [point["completions"] for point in rloo["curve"]] == [100, 200]
+    assert 0.0 <= rloo["end"]["ci95"][0] <= rloo["end"]["ci95"][1] <= 1.0
+
+
 # --- the report, from files alone -----------------------------------------------------------------------------------
 
 
@@ -228,30 +351,44 @@ def write_results(directory: Path, runs: dict[tuple[str, int], tuple[str, dict, 
     (directory / "manifest.json").write_text(json.dumps(manifest))
 
 
-def three_seeds(tmp_path):
+def five_seeds(tmp_path):
     write_results(
         tmp_path,
         {
-            **{("stock", s): ("stock", {}, rows([0.1 * s] * 10, kl=[0.0] * 10)) for s in range(3)},
-            **{("same", s): ("ext", {}, rows([0.1 * s] * 10, kl=[0.0] * 10, step_times=[0.6] * 10)) for s in range(3)},
-            **{("k2", s): ("ext", {"kl_estimator": "k2"}, rows([0.1 * s + 0.2 + 0.01 * s] * 10, kl=[0.5] * 10)) for s in range(3)},
+            **{("stock", s): ("stock", {}, rows([0.1 * s] * 10, kl=[0.0] * 10)) for s in range(5)},
+            **{("same", s): ("ext", {}, rows([0.1 * s] * 10, kl=[0.0] * 10, step_times=[0.6] * 10)) for s in range(5)},
+            **{("k2", s): ("ext", {"kl_estimator": "k2"}, rows([0.1 * s + 0.2 + 0.01 * s] * 10, kl=[0.5] * 10)) for s in range(5)},
         },
     )  # fmt: skip
 
 
+def exact_bootstrap_interval(values: list[float]) -> list[float]:
+    """The 2.5th and 97.5th percentiles of the exact bootstrap distribution of the mean (every resample enumerated)."""
+    import itertools
+
+    import numpy as np
+
+    means = [sum(draw) / len(draw) for draw in itertools.product(values, repeat=len(values))]
+    return list(np.percentile(means, [2.5, 97.5]))
+
+
 def test_results_json_has_the_documented_shape_and_values(tmp_path):
-    three_seeds(tmp_path)
+    five_seeds(tmp_path)
     replot(tmp_path)
     payload = json.loads((tmp_path / "results.json").read_text())
-    assert set(payload) == {"variants", "runs", "completion_budget"} and payload["completion_budget"] == 320
+    assert set(payload) == {"variants", "runs", "completion_budget", "held_out", "held_out_points"}
+    assert payload["completion_budget"] == 320 and payload["held_out"] == {}  # no evaluation files
     assert list(payload["variants"]) == ["stock", "same", "k2"]
     for metrics in payload["variants"].values():
         assert {"final_reward", "kl", "entropy", "step_time_s"} <= set(metrics)
-        assert all(set(stat) == {"mean", "ci95", "n"} and stat["n"] == 3 for stat in metrics.values())
-    # stock's final rewards are 0.0, 0.1, 0.2: mean 0.1, s = 0.1, half-width 4.30265 * 0.1 / sqrt(3) = 0.248414
+        assert all(set(stat) == {"mean", "ci95", "n"} and stat["n"] == 5 for stat in metrics.values())
+    # stock's final rewards are 0.0 ... 0.4: the percentile bootstrap over seeds, within Monte Carlo error of the
+    # exact bootstrap distribution (3,125 resamples), and inside the range of the values.
     stock = payload["variants"]["stock"]["final_reward"]
-    assert stock["mean"] == pytest.approx(0.1) and stock["ci95"] == pytest.approx([-0.148414, 0.348414], rel=1e-3)
-    assert len(payload["runs"]) == 9 and set(payload["runs"][0]) == {"variant", "seed", "metrics"}
+    assert stock["mean"] == pytest.approx(0.2)
+    assert stock["ci95"] == pytest.approx(exact_bootstrap_interval([0.0, 0.1, 0.2, 0.3, 0.4]), abs=0.01)
+    assert 0.0 <= stock["ci95"][0] < stock["ci95"][1] <= 0.4
+    assert len(payload["runs"]) == 15 and set(payload["runs"][0]) == {"variant", "seed", "metrics"}
     k2_seed0 = next(r for r in payload["runs"] if (r["variant"], r["seed"]) == ("k2", 0))
     assert k2_seed0["metrics"]["final_reward"] == pytest.approx(0.2) and k2_seed0["metrics"]["kl"] == 0.5
 
@@ -269,7 +406,7 @@ def test_a_verifiers_timings_are_the_machines_and_its_other_metrics_the_training
 
 
 def test_results_md_states_the_window_significance_and_identical_logs(tmp_path):
-    three_seeds(tmp_path)
+    five_seeds(tmp_path)
     table = replot(tmp_path)
     assert (tmp_path / "results.md").read_text() == table
     assert "last tenth of each run's steps (1 of 10 steps)" in table
@@ -278,18 +415,22 @@ def test_results_md_states_the_window_significance_and_identical_logs(tmp_path):
     # Step time differs (0.6 s against 0.5 s on every seed): the machine's, not the training's, and said so.
     assert lines["| same"].endswith("| identical logs; step time (s) higher, tokens/s lower |")
     assert "`same` logged exactly what `stock` logged" in table
-    # k2 - stock = 0.2, 0.21, 0.22 on seeds 0, 1, 2: an interval far from 0; its KL is higher on every seed.
+    # k2 - stock = 0.20, 0.21, ..., 0.24 on seeds 0..4: an interval inside [0.20, 0.24]; its KL is higher on every seed.
     assert "final reward higher" in lines["| k2"] and "KL higher" in lines["| k2"]
-    assert "| k2 vs stock | +0.2100 [+0.1852, +0.2348] * |" in table
+    k2_final = json.loads((tmp_path / "results.json").read_text())["variants"]["k2"]["final_reward"]
+    assert k2_final["mean"] == pytest.approx(0.42)
+    paired = next(line for line in table.splitlines() if line.startswith("| k2 vs stock | "))
+    low, high = (float(x) for x in paired.split(" | ")[1].split("[")[1].split("]")[0].split(", "))
+    assert paired.split(" | ")[1].startswith("+0.2200 [") and 0.2 <= low < high <= 0.24 and "] *" in paired
     for png in ("reward.png", "kl.png", "rollouts.png"):
         assert (tmp_path / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_one_seed_gives_values_without_intervals(tmp_path):
+def test_one_seed_gives_values_without_intervals_and_no_verdict(tmp_path):
     write_results(tmp_path, {("stock", 0): ("stock", {}, rows([0.2, 0.3])), ("k2", 0): ("ext", {}, rows([0.2, 0.4]))})
     table = replot(tmp_path)
-    assert "| n/a (needs 2+ seeds) |" in table
-    assert "| k2 vs stock | +0.1000 | +0.1000 | n/a |" in table  # a difference, with no interval
+    assert "| too few seeds for a verdict (< 5) |" in table
+    assert "| k2 vs stock | +0.1000 | n/a | +0.0000 |" in table  # final reward, KL, entropy: values, no interval
     assert json.loads((tmp_path / "results.json").read_text())["variants"]["k2"]["final_reward"]["ci95"] is None
     assert (tmp_path / "reward.png").exists() and not (tmp_path / "kl.png").exists()
 
@@ -318,7 +459,7 @@ def test_against_completions_the_reward_is_read_at_the_budget_every_run_reached(
 
 
 def test_against_steps_the_report_is_unchanged(tmp_path):
-    three_seeds(tmp_path)
+    five_seeds(tmp_path)
     table = replot(tmp_path, x_axis="steps")
     assert "completions generated" not in table and "common budget" not in table
     assert (tmp_path / "reward.png").exists() and not (tmp_path / "rollouts.png").exists()
