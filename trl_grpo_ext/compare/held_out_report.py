@@ -93,7 +93,7 @@ def held_out_results(grids: dict, bases: dict, points: list[int]) -> dict:
         area = {s: a for s, a in areas[name].items() if a is not None}
         if area:
             entry["area_under_curve"] = bootstrap_grid(list(area.values()))
-        others = [("base", {s: bases[s] for s in bases})]
+        others = [("base", dict(bases))] if bases else []
         others += [(other, ends[other]) for other in (STOCK, *controls[:1]) if other in ends and other != name]
         for label, theirs in others:
             difference = paired(ends[name], theirs)
@@ -121,7 +121,8 @@ def held_out_markdown(payload: dict, points: list[int], completions: dict[str, f
     if not payload:
         return []
     controls = [name for name in payload if name.startswith(CONTROL + ":")]
-    against = [("base", "gain over base")] + [(STOCK, "vs stock")] + [(c, f"vs {c}") for c in controls[:1]]
+    against = [("base", "gain over base")] if "base" in payload else []
+    against += [(STOCK, "vs stock")] + [(c, f"vs {c}") for c in controls[:1]]
     # Every point when they fit a screen, else the end only; the whole curve is in results.json and held_out.png.
     shown = points[:-1] if len(points) <= MAX_POINT_COLUMNS else []
     end = f"pass@1 at {points[-1]}" if points else "pass@1 at the end"
