@@ -9,7 +9,9 @@ the same shape. It may also declare any of these keyword-only parameters, which 
 - `k` (int): the k of pass@k.
 
 `compute_advantages` then applies the edge-case rules once, for every estimator (built-in or registered by a user):
-NaN rewards get advantage 0; a group of one gets 0; a group whose scorable rewards are all equal gets 0.
+NaN rewards get advantage 0; for an estimator with a group baseline (the default), a group of one gets 0 and a group
+whose scorable rewards are all equal gets 0. What the trainer needs to know about an estimator is declared when it is
+registered (`EstimatorProperties`).
 Formulas and sources: docs/estimators.md.
 """
 
@@ -18,6 +20,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import torch
 
@@ -25,21 +28,59 @@ from .registry import Registry
 
 _ADVANTAGE_ESTIMATORS = Registry("advantage estimator")
 
-# Estimators whose scale does not depend on the spread of the rewards. Used to warn when a KL penalty in the reward
-# would become a full-strength advantage in groups whose task rewards tie.
-UNSCALED_ESTIMATORS = frozenset({"dr_grpo", "rloo", "gpg", "opo"})
+
+@dataclass(frozen=True)
+class EstimatorProperties:
+    """What the trainer needs to know about an estimator, declared where it is registered.
+
+    - `needs_lengths`: the estimator declares a `lengths` parameter, so the trainer computes completion lengths for it
+      (read from its signature at registration);
+    - `unscaled`: its scale does not depend on the spread of the rewards (positively homogeneous), so a KL penalty in
+      the reward is not scaled up to a full-strength advantage where the task rewards of a group tie;
+    - `group_baseline`: it compares each completion with the others of its group, so a group of one, or one whose
+      scorable rewards all tie, carries no signal and gets advantage 0. Without one (a batch-wide baseline), a tied
+      group still has advantages, and dynamic sampling would drop nothing.
+    """
+
+    needs_lengths: bool = False
+    unscaled: bool = False
+    group_baseline: bool = True
 
 
-def register_advantage_estimator(name: str, *, override: bool = False) -> Callable:
+_PROPERTIES: dict[str, EstimatorProperties] = {}
+
+
+def register_advantage_estimator(
+    name: str, *, unscaled: bool = False, group_baseline: bool = True, override: bool = False
+) -> Callable:
     """Decorator: register `fn(rewards, *, epsilon=..., unbiased_std=..., lengths=..., k=...) -> advantages`.
 
-    `rewards` and the result have shape (num_groups, G); declare only the keyword parameters you use.
+    `rewards` and the result have shape (num_groups, G); declare only the keyword parameters you use. `unscaled` and
+    `group_baseline` are the estimator's properties (`EstimatorProperties`); declaring `lengths` makes the trainer
+    pass completion lengths.
     """
-    return _ADVANTAGE_ESTIMATORS.register(name, override=override)
+    register = _ADVANTAGE_ESTIMATORS.register(name, override=override)
+
+    def decorator(fn: Callable) -> Callable:
+        register(fn)
+        _PROPERTIES[name] = EstimatorProperties(
+            needs_lengths="lengths" in inspect.signature(fn).parameters,
+            unscaled=unscaled,
+            group_baseline=group_baseline,
+        )
+        return fn
+
+    return decorator
 
 
 def get_advantage_estimator(name: str) -> Callable:
     return _ADVANTAGE_ESTIMATORS.get(name)
+
+
+def estimator_properties(name: str) -> EstimatorProperties:
+    """The properties `name` was registered with (ValueError listing the valid names when it is not registered)."""
+    get_advantage_estimator(name)
+    return _PROPERTIES[name]
 
 
 def list_advantage_estimators() -> dict[str, str]:
@@ -89,7 +130,7 @@ def grpo(rewards: torch.Tensor, *, epsilon: float, unbiased_std: bool) -> torch.
     return (rewards - _group_mean(rewards)) / (std + epsilon)
 
 
-@register_advantage_estimator("dr_grpo")
+@register_advantage_estimator("dr_grpo", unscaled=True)
 def dr_grpo(rewards: torch.Tensor) -> torch.Tensor:
     """r - group mean, no std scaling: Dr. GRPO (arXiv 2503.20783), TRL scale_rewards='none'."""
     return rewards - _group_mean(rewards)
@@ -102,7 +143,7 @@ def batch_std(rewards: torch.Tensor, *, epsilon: float, unbiased_std: bool) -> t
     return (rewards - _group_mean(rewards)) / (std + epsilon)
 
 
-@register_advantage_estimator("rloo")
+@register_advantage_estimator("rloo", unscaled=True)
 def rloo(rewards: torch.Tensor) -> torch.Tensor:
     """r_i - mean of the group's other rewards = n/(n-1) (r_i - group mean), n scorable: RLOO (arXiv 2402.14740)."""
     count = (~torch.isnan(rewards)).sum(dim=1, keepdim=True).to(rewards.dtype)
@@ -115,6 +156,33 @@ def reinforce_pp_baseline(rewards: torch.Tensor, *, epsilon: float, unbiased_std
     centred = rewards - _group_mean(rewards)
     std = nanstd(centred, unbiased=unbiased_std)
     return (centred - torch.nanmean(centred)) / (torch.nan_to_num(std, nan=0.0) + epsilon)
+
+
+@register_advantage_estimator("reinforce_pp", group_baseline=False)
+def reinforce_pp(
+    rewards: torch.Tensor, *, lengths: torch.Tensor | None, epsilon: float, unbiased_std: bool
+) -> torch.Tensor:
+    """The return whitened over every completion token of the batch, no group baseline: REINFORCE++ (arXiv 2501.03262).
+
+    A completion's return is its reward (with `kl_placement="reward"`, minus its KL penalty) at each of its tokens, so
+    the token-level mean and standard deviation are those of the rewards weighted by the completion lengths:
+    `(r_i - m) / (s + eps)`, `m = sum_j L_j r_j / T`, `s^2 = sum_j L_j (r_j - m)^2 / T` (`/ (T - 1)` with
+    `unbiased_std`), `T = sum_j L_j` over the scorable completions. 0 everywhere when every token has the same return.
+    """
+    if lengths is None:
+        raise ValueError("advantage_estimator='reinforce_pp' needs completion lengths: pass `lengths`.")
+    weights = torch.where(torch.isnan(rewards), torch.zeros_like(rewards), lengths.to(rewards.dtype))
+    values = torch.nan_to_num(rewards)
+    tokens = weights.sum()
+    mean = (weights * values).sum() / tokens.clamp(min=1)
+    variance = (weights * (values - mean) ** 2).sum() / tokens.clamp(min=1)
+    if unbiased_std:
+        variance = variance * tokens / (tokens - 1) if tokens > 1 else torch.zeros_like(variance)
+    std = torch.sqrt(variance)
+    counted = values[weights > 0]
+    if counted.numel() == 0 or counted.max() == counted.min():  # compared exactly: the rounding of `mean` is no spread
+        return torch.where(torch.isnan(rewards), rewards, torch.zeros_like(rewards))
+    return (rewards - mean) / (std + epsilon)
 
 
 @register_advantage_estimator("maxrl")
@@ -181,7 +249,7 @@ def pass_at_k(rewards: torch.Tensor, *, k: int) -> torch.Tensor:
     return out
 
 
-@register_advantage_estimator("gpg")
+@register_advantage_estimator("gpg", unscaled=True)
 def gpg(rewards: torch.Tensor) -> torch.Tensor:
     """alpha (r - group mean), alpha = N / max(N - M, 1), M completions in all-equal groups: GPG (arXiv 2504.02546)."""
     valid = ~torch.isnan(rewards)
@@ -191,7 +259,7 @@ def gpg(rewards: torch.Tensor) -> torch.Tensor:
     return alpha * (rewards - _group_mean(rewards))
 
 
-@register_advantage_estimator("opo")
+@register_advantage_estimator("opo", unscaled=True)
 def opo(rewards: torch.Tensor, *, lengths: torch.Tensor | None) -> torch.Tensor:
     """r_i - sum_j L_j r_j / sum_j L_j, the length-weighted baseline of OPO (arXiv 2505.23585)."""
     if lengths is None:
@@ -231,8 +299,8 @@ def compute_advantages(
 ) -> torch.Tensor:
     """Advantages of shape (N,) for `rewards` of shape (N,), grouped in consecutive runs of `group_size`.
 
-    NaN rewards are unscorable: left out of every statistic and given advantage 0, as are groups of one and groups whose
-    scorable rewards are all equal.
+    NaN rewards are unscorable: left out of every statistic and given advantage 0, as are, for an estimator with a group
+    baseline (`EstimatorProperties.group_baseline`), groups of one and groups whose scorable rewards are all equal.
     """
     if rewards.dim() != 1:
         raise ValueError(f"rewards must be a 1-D tensor, got shape {tuple(rewards.shape)}.")
@@ -254,10 +322,23 @@ def compute_advantages(
         raise ValueError(
             f"advantage estimator {estimator!r} returned shape {tuple(advantages.shape)}, expected {tuple(grouped.shape)}."
         )
-    keep = ~torch.isnan(grouped) & ~_all_equal(grouped)
-    if group_size == 1:
-        keep = torch.zeros_like(keep)
+    keep = ~torch.isnan(grouped)
+    if estimator_properties(estimator).group_baseline:
+        keep &= ~_all_equal(grouped)
+        if group_size == 1:
+            keep = torch.zeros_like(keep)
     return torch.where(keep, advantages, torch.zeros_like(advantages)).reshape(-1)
+
+
+def clip_advantages(advantages: torch.Tensor, clip: float, scorable: torch.Tensor) -> tuple[torch.Tensor, float]:
+    """Every advantage clamped to [-c, c] after any estimator (NeMo-RL, ROLL); off by default.
+
+    Returns the clamped advantages and the share of the `scorable` completions (a bool mask of the same shape) whose
+    advantage was clipped, |A| > clip: the metric `advantages/clipped_fraction`."""
+    clipped = advantages.abs() > clip
+    count = int(scorable.sum())
+    share = int((clipped & scorable).sum()) / count if count else 0.0
+    return advantages.clamp(min=-clip, max=clip), share
 
 
 def advantage_metrics(advantages: torch.Tensor, group_size: int) -> dict[str, float]:

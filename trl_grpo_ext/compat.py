@@ -75,16 +75,24 @@ def check_supported_versions(versions: dict[str, str] | None = None) -> None:
 
 # transformers 5 renamed `gradient_checkpointing_enable`, `_disable` and `is_gradient_checkpointing` to their
 # `activation_checkpointing` names; TRL 1.16 still calls the old names around every generation, which warns once per
-# process and call site. Harmless (they forward to the new ones) and nothing a user can act on, so the trainer module
-# silences exactly these.
+# process and call site. Harmless (they forward to the new ones) and nothing a user can act on, so the trainer silences
+# exactly these while its own `train` and `evaluate` run.
 KNOWN_DEPRECATIONS = (
     r"`(gradient_checkpointing_enable|gradient_checkpointing_disable|is_gradient_checkpointing)` is deprecated",
 )
 
 
-def silence_known_deprecations() -> None:
-    for message in KNOWN_DEPRECATIONS:
-        warnings.filterwarnings("ignore", message=message, category=FutureWarning, module=r"transformers\.")
+@contextmanager
+def known_deprecations_silenced() -> Iterator[None]:
+    """While active, the KNOWN_DEPRECATIONS are not shown; on exit the process's warning filters are as they were.
+
+    Entered once per `train` or `evaluate` call rather than around each generation: every change of the filters makes
+    Python forget which warnings it has already shown once, so a narrower scope would repeat the user's own warnings
+    at every step."""
+    with warnings.catch_warnings():
+        for message in KNOWN_DEPRECATIONS:
+            warnings.filterwarnings("ignore", message=message, category=FutureWarning, module=r"transformers\.")
+        yield
 
 
 _ABSENT = object()

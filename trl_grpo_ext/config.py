@@ -11,13 +11,14 @@ from dataclasses import dataclass, field, fields
 from trl import GRPOConfig
 
 from .advantages import (
-    UNSCALED_ESTIMATORS,
     estimator_parameters,
+    estimator_properties,
     list_advantage_estimators,
     validate_advantage_estimator,
 )
 from .field_docs import docstring_parameters
 from .kl import validate_kl_estimator
+from .prompt_stream import PROMPT_SAMPLINGS
 from .registry import invalid_choice
 from .reward_control import REWARD_CONTROLS
 
@@ -35,11 +36,22 @@ SCALE_REWARDS_ESTIMATORS = {"group": "grpo", "batch": "batch_std", "none": "dr_g
 K2_GRADIENT_ESTIMATORS = ("k2", "k1+", "k3+", "abs+", "low_var_kl+")
 # How the documentation groups the fields GRPOExtConfig adds (a key of the fields' metadata would reach argparse).
 FIELD_SECTIONS = {
-    "Advantage estimation": ("advantage_estimator", "advantage_epsilon", "advantage_std", "pass_at_k"),
+    "Advantage estimation": (
+        "advantage_estimator",
+        "advantage_epsilon",
+        "advantage_std",
+        "pass_at_k",
+        "advantage_clip",
+    ),
     "KL regularisation (when beta > 0)": ("kl_estimator", "kl_placement", "kl_clamp", "kl_target", "kl_horizon"),
     "Held-out evaluation": ("eval_pass_at_k",),
     "Rewards": ("overlap_rewards", "reward_control"),
-    "Which groups are trained on": ("dynamic_sampling", "max_generation_rounds", "retire_solved_after"),
+    "Which groups are trained on": (
+        "dynamic_sampling",
+        "max_generation_rounds",
+        "retire_solved_after",
+        "prompt_sampling",
+    ),
 }
 
 
@@ -108,6 +120,13 @@ class GRPOExtConfig(GRPOConfig):
     pass_at_k: int = field(
         default=1,
         metadata={"help": "The k of advantage_estimator='pass_at_k'."},
+    )
+    advantage_clip: float | None = field(
+        default=None,
+        metadata={
+            "help": "Clamp every advantage to [-advantage_clip, advantage_clip] after the estimator (NeMo-RL, ROLL); "
+            "logged as advantages/clipped_fraction, the share of scorable completions clipped. None: no clipping.",
+        },
     )
     kl_estimator: str = field(
         default="k3",
@@ -193,6 +212,16 @@ class GRPOExtConfig(GRPOConfig):
         },
     )
 
+    prompt_sampling: str = field(
+        default="uniform",
+        metadata={
+            "help": "'uniform': every epoch visits each prompt once, in a seeded order (stock's sampler). 'pass_rate': "
+            "prompts drawn with weight p(1 - p), p the prompt's running pass rate with Laplace's prior (passed + 1) / "
+            "(tried + 2), so solved and hopeless prompts are drawn less and unseen ones most (prime-rl's and ROLL's "
+            "difficulty filters, as weights); the counts are saved in checkpoints.",
+        },
+    )
+
     def __post_init__(self):
         if self.activation_checkpointing is None and self.gradient_checkpointing == STOCK_GRADIENT_CHECKPOINTING:
             # TRL's default is set under the name transformers 5 deprecated, which warns in every process of every
@@ -213,6 +242,11 @@ class GRPOExtConfig(GRPOConfig):
         self._validate_kl_settings()
         self._validate_sampling_settings()
         self._validate_eval_pass_at_k()
+
+    @property
+    def uses_prompt_stream(self) -> bool:
+        """True when training prompts come from a `PromptStream` rather than stock's dataloader."""
+        return self.dynamic_sampling or self.retire_solved_after is not None or self.prompt_sampling != "uniform"
 
     @property
     def uses_stock_kl(self) -> bool:
@@ -315,11 +349,26 @@ class GRPOExtConfig(GRPOConfig):
             )
         if self.retire_solved_after is not None and self.retire_solved_after < 1:
             raise ValueError(f"retire_solved_after={self.retire_solved_after} must be at least 1, or None (off).")
-        sampling = self.dynamic_sampling or self.retire_solved_after is not None
-        if sampling and self.multi_objective_aggregation == "normalize_then_sum":
+        if self.prompt_sampling not in PROMPT_SAMPLINGS:
+            raise ValueError(invalid_choice("prompt_sampling", self.prompt_sampling, tuple(PROMPT_SAMPLINGS)))
+        if self.dynamic_sampling and not estimator_properties(self.advantage_estimator).group_baseline:
             raise ValueError(
-                "dynamic_sampling and retire_solved_after need multi_objective_aggregation='sum_then_normalize': "
-                "'normalize_then_sum' computes its advantages inside TRL, batch by batch."
+                f"dynamic_sampling drops groups whose advantages are all zero, but advantage_estimator="
+                f"{self.advantage_estimator!r} has no group baseline: a group whose rewards tie still has advantages, "
+                "so nothing would be dropped. Turn dynamic_sampling off or pick an estimator with a group baseline."
+            )
+        if self.uses_prompt_stream and self.multi_objective_aggregation == "normalize_then_sum":
+            raise ValueError(
+                "dynamic_sampling, retire_solved_after and prompt_sampling='pass_rate' need "
+                "multi_objective_aggregation='sum_then_normalize': 'normalize_then_sum' computes its advantages "
+                "inside TRL, batch by batch."
+            )
+        if self.advantage_clip is not None and not self.advantage_clip > 0:
+            raise ValueError(f"advantage_clip={self.advantage_clip} must be positive, or None for no clipping.")
+        if self.advantage_clip is not None and self.multi_objective_aggregation == "normalize_then_sum":
+            raise ValueError(
+                "advantage_clip needs multi_objective_aggregation='sum_then_normalize': 'normalize_then_sum' "
+                "computes its advantages inside TRL, where they cannot be clipped."
             )
 
     def _validate_kl_in_reward(self) -> None:
@@ -335,11 +384,13 @@ class GRPOExtConfig(GRPOConfig):
                 UserWarning,
                 stacklevel=WARN_AT_CALLER,
             )
-        if self.advantage_estimator not in UNSCALED_ESTIMATORS:
+        properties = estimator_properties(self.advantage_estimator)
+        if properties.group_baseline and not properties.unscaled:
+            unscaled = sorted(name for name in list_advantage_estimators() if estimator_properties(name).unscaled)
             warnings.warn(
                 f"kl_placement='reward' with advantage_estimator={self.advantage_estimator!r}: in groups whose task "
                 "rewards tie, the scale comes from the KL penalty alone, so KL noise becomes a full-strength advantage. "
-                f"Prefer an unscaled estimator ({', '.join(sorted(UNSCALED_ESTIMATORS))}).",
+                f"Prefer an unscaled estimator ({', '.join(unscaled)}).",
                 UserWarning,
                 stacklevel=WARN_AT_CALLER,
             )

@@ -1,6 +1,7 @@
-"""`PromptRounds`: the training batches of dynamic sampling and prompt retirement, a component of `GRPOExtTrainer`.
+"""`PromptRounds`: the training batches of dynamic sampling, prompt retirement and pass-rate sampling, a component of
+`GRPOExtTrainer`.
 
-With either on, each training batch is built from generation rounds of prompts drawn from a `PromptStream`: one
+With any of them on, each training batch is built from generation rounds of prompts drawn from a `PromptStream`: one
 round without dynamic sampling, and with it as many as it takes (up to `max_generation_rounds`) to fill the batch
 with groups that carry signal. Each round is stock's `_generate_and_score_completions` on those prompts, its fields
 gathered from every process; the batch is assembled from the gathered rounds by the pure functions of
@@ -21,6 +22,7 @@ from typing import Any
 import torch
 from datasets import Dataset
 
+from .advantages import estimator_properties
 from .config import GRPOExtConfig
 from .dynamic_sampling import (
     LEFT_PADDED,
@@ -43,15 +45,15 @@ Scored = tuple[dict, torch.Tensor, torch.Tensor | None]
 
 def build_prompt_stream(args: GRPOExtConfig, train_dataset: Any, shuffle: bool) -> PromptStream | None:
     """The stream the batches are drawn from, or None when neither dynamic sampling nor retirement is on."""
-    if not args.dynamic_sampling and args.retire_solved_after is None:
+    if not args.uses_prompt_stream:
         return None
     if not isinstance(train_dataset, Dataset):
         raise ValueError(
-            "dynamic_sampling and retire_solved_after draw prompts by dataset row: they need a map-style "
-            f"datasets.Dataset as train_dataset, got {type(train_dataset).__name__}."
+            "dynamic_sampling, retire_solved_after and prompt_sampling='pass_rate' draw prompts by dataset row: they "
+            f"need a map-style datasets.Dataset as train_dataset, got {type(train_dataset).__name__}."
         )
     seed = args.data_seed if args.data_seed is not None else args.seed
-    return PromptStream(len(train_dataset), seed, shuffle, args.retire_solved_after)
+    return PromptStream(len(train_dataset), seed, shuffle, args.retire_solved_after, sampling=args.prompt_sampling)
 
 
 class PromptRounds:
@@ -113,13 +115,14 @@ class PromptRounds:
             rows = self.stream.draw(target)
             rounds.append(self.generation_round(rows))
             task_rewards = combined_rewards(rounds[-1]["rewards_per_func"], self.reward_weights)
-            solved = (rounds[-1]["rewards_per_func"] == 1.0).view(target, -1).all(dim=1)
-            self.stream.record(rows, solved.tolist(), completions=len(rows) * size)
+            full_marks = (rounds[-1]["rewards_per_func"] == 1.0).all(dim=1).view(target, -1)
+            self.stream.record(
+                rows, full_marks.all(dim=1).tolist(), completions=len(rows) * size, passed=full_marks.sum(1).tolist()
+            )
             if not args.dynamic_sampling:
                 informative.append(torch.ones(target, dtype=torch.bool))
                 break
-            lengths = rounds[-1]["completion_mask"].sum(dim=1) if args.advantage_estimator == "opo" else None
-            informative.append(self.informative_groups(task_rewards, lengths))
+            informative.append(self.informative_groups(task_rewards, self.lengths(rounds[-1])))
             if sum(int(mask.sum()) for mask in informative) >= target:
                 break
         picks = pick_groups(informative, target)
@@ -127,6 +130,12 @@ class PromptRounds:
         batch, is_filler = assemble_batch(rounds, picks, fillers, size, self.pad_token_id)
         self.log_sampling_metrics(len(rounds), len(picks), target)
         return self.local_slice_with_advantages(batch, is_filler, last_round=(len(rounds) - 1, picks + fillers))
+
+    def lengths(self, batch: dict) -> torch.Tensor | None:
+        """The completion lengths of a gathered batch, for an estimator that declares `lengths`; else None."""
+        if not estimator_properties(self.args.advantage_estimator).needs_lengths:
+            return None
+        return batch["completion_mask"].sum(dim=1)
 
     def informative_groups(self, rewards: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
         return round_informative_groups(
@@ -164,8 +173,7 @@ class PromptRounds:
         size = self.args.num_generations
         rewards = combined_rewards(batch.pop("rewards_per_func"), self.reward_weights)
         penalty = batch.pop("kl_penalty", None)
-        lengths = batch["completion_mask"].sum(dim=1) if self.args.advantage_estimator == "opo" else None
-        advantages = self.advantages(rewards if penalty is None else rewards - penalty, size, lengths)
+        advantages = self.advantages(rewards if penalty is None else rewards - penalty, size, self.lengths(batch))
         trained = advantages[~is_filler]
         if trained.numel():
             self.log_advantages(trained, size)
@@ -197,4 +205,6 @@ class PromptRounds:
         if self.args.retire_solved_after is not None:
             counts["prompts/retired"] = [float(len(self.stream.retired))]
             counts["prompts/active"] = [float(self.stream.active)]
+        if self.args.prompt_sampling == "pass_rate":
+            counts["prompts/seen"] = [float(len(self.stream.tried))]
         return counts

@@ -7,6 +7,7 @@ Below both `compare/` and `evaluation/`, which share it; imports neither (nor to
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib
 import importlib.util
 import sys
@@ -46,20 +47,33 @@ class Task:
 TASK_KEYS = tuple(f.name for f in dataclasses.fields(Task))
 
 
+def verifier_file_module_name(path: str | Path) -> str:
+    """The private module name a `verifier_imports` .py file is loaded under: its stem and a digest of its resolved
+    path, so that a file named like a standard or installed module (`math.py`) never replaces that module, and two
+    files with the same stem are two modules."""
+    resolved = Path(path).resolve()
+    digest = hashlib.sha256(str(resolved).encode()).hexdigest()[:12]
+    return f"_trl_grpo_ext_verifier_file_{resolved.stem}_{digest}"
+
+
 def import_verifier_modules(task: Task) -> None:
     """Import the modules that register the task's custom verifiers (dotted names, or paths to .py files), each once
-    per process however often it is asked (a .py file is not in Python's import cache by its path)."""
+    per process however often it is asked (validation, then evaluation: a second run would register twice)."""
     for name in task.verifier_imports:
-        if name.endswith(".py"):
-            loaded = sys.modules.get(Path(name).stem)
-            if loaded is not None and Path(getattr(loaded, "__file__", "") or "").resolve() == Path(name).resolve():
-                continue  # executed once already (validation, then evaluation): a second run would register twice
-            spec = importlib.util.spec_from_file_location(Path(name).stem, name)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[spec.name] = module
-            spec.loader.exec_module(module)
-        else:
+        if not name.endswith(".py"):
             importlib.import_module(name)
+            continue
+        module_name = verifier_file_module_name(name)
+        if module_name in sys.modules:
+            continue
+        spec = importlib.util.spec_from_file_location(module_name, name)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module  # as an import does: the file's own classes can find their module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[module_name]  # a failed file is not counted as imported
+            raise
 
 
 def load_task_dataset(task: Task, seed: int):

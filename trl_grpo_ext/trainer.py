@@ -14,9 +14,12 @@ collects them, so verification runs while the log-prob forwards do (`reward_over
 With an adaptive coefficient (`kl_target`), `AdaptiveKLState` carries beta into each checkpoint's trainer state and
 `_load_callback_state` restores it on resume.
 
-With `dynamic_sampling` or `retire_solved_after`, training batches come from generation rounds of prompts drawn from
-a `PromptStream`, built by the `PromptRounds` component (`prompt_rounds.py`) from the inputs the trainer hands it;
-evaluation is never filtered.
+With `dynamic_sampling`, `retire_solved_after` or `prompt_sampling="pass_rate"`, training batches come from
+generation rounds of prompts drawn from a `PromptStream`, built by the `PromptRounds` component (`prompt_rounds.py`)
+from the inputs the trainer hands it; evaluation is never filtered.
+
+What the trainer needs to know about the advantage estimator (whether it takes completion lengths) comes from the
+registry (`estimator_properties`), never from its name.
 """
 
 from __future__ import annotations
@@ -34,8 +37,8 @@ from transformers.trainer_callback import ExportableState
 from trl import GRPOTrainer
 from trl.models.utils import disable_gradient_checkpointing
 
-from .advantages import advantage_metrics, compute_advantages
-from .compat import check_supported_versions, replaced_attribute, silence_known_deprecations
+from .advantages import advantage_metrics, clip_advantages, compute_advantages, estimator_properties
+from .compat import check_supported_versions, known_deprecations_silenced, replaced_attribute
 from .config import GRPOExtConfig
 from .dynamic_sampling import combined_rewards
 from .evaluation.core import grouped_figures
@@ -46,8 +49,6 @@ from .reward_control import control_generator, control_rewards
 from .reward_overlap import RewardOverlap, can_overlap
 from .tools.metrics import TOOL_STATS
 from .tools.training import end_sessions, log_tool_step, uses_python_tool
-
-silence_known_deprecations()
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +105,7 @@ class GRPOExtTrainer(GRPOTrainer):
 
     _tag_names = ["trl", "grpo", "trl-grpo-ext"]
     _reward_overlap: RewardOverlap | None = None  # set for the duration of one _generate_and_score_completions
-    _prompt_rounds: PromptRounds | None = None  # with dynamic sampling or retirement: the training batches
+    _prompt_rounds: PromptRounds | None = None  # with a prompt stream: the training batches
 
     def __init__(self, model, reward_funcs=None, args: GRPOExtConfig | None = None, **kwargs):
         check_supported_versions()  # the hooks below rely on private names of these versions
@@ -148,9 +149,18 @@ class GRPOExtTrainer(GRPOTrainer):
                 show_advantages=self._replace_table_advantages,
             )  # fmt: skip
 
+    def train(self, *args, **kwargs):
+        with known_deprecations_silenced():  # only while the trainer runs, not in the rest of the user's process
+            return super().train(*args, **kwargs)
+
+    def evaluate(self, *args, **kwargs):
+        with known_deprecations_silenced():
+            return super().evaluate(*args, **kwargs)
+
     @property
     def _prompt_stream(self) -> PromptStream | None:
-        """The stream of the training prompts, with dynamic sampling or retirement (replaced on resume)."""
+        """The stream of the training prompts, with dynamic sampling, retirement or pass-rate sampling (replaced on
+        resume)."""
         return None if self._prompt_rounds is None else self._prompt_rounds.stream
 
     def _load_callback_state(self) -> None:
@@ -258,7 +268,7 @@ class GRPOExtTrainer(GRPOTrainer):
         self._extracted_answers = None
 
     def _generate_and_score_completions(self, inputs):
-        if self._prompt_rounds is not None and self.model.training:  # dynamic sampling, retirement: own prompts
+        if self._prompt_rounds is not None and self.model.training:  # a prompt stream: its own prompts
             return self._prompt_rounds.batch()
         with self._overlapping_rewards(inputs):
             output = super()._generate_and_score_completions(inputs)
@@ -270,7 +280,7 @@ class GRPOExtTrainer(GRPOTrainer):
 
         rewards, penalty = self._task_rewards_and_penalty(output, mode)
         lengths = None
-        if self.args.advantage_estimator == "opo":
+        if estimator_properties(self.args.advantage_estimator).needs_lengths:
             lengths = self.accelerator.gather(output["completion_mask"].sum(dim=1))
         advantages = self._advantages(rewards if penalty is None else rewards - penalty, group_size, lengths)
         num_local = output["prompt_ids"].size(0)
@@ -306,7 +316,7 @@ class GRPOExtTrainer(GRPOTrainer):
         return rewards, penalty
 
     def _advantages(self, rewards: torch.Tensor, group_size: int, lengths: torch.Tensor | None) -> torch.Tensor:
-        return compute_advantages(
+        advantages = compute_advantages(
             rewards,
             group_size=group_size,
             estimator=self.args.advantage_estimator,
@@ -315,6 +325,11 @@ class GRPOExtTrainer(GRPOTrainer):
             unbiased_std=self.args.advantage_std == "unbiased",
             k=self.args.pass_at_k,
         )
+        if self.args.advantage_clip is None:
+            return advantages
+        advantages, share = clip_advantages(advantages, self.args.advantage_clip, ~torch.isnan(rewards))
+        self._metrics["train" if self.model.training else "eval"]["advantages/clipped_fraction"].append(share)
+        return advantages
 
     def _replace_table_advantages(self, advantages: list[float]) -> None:
         for _ in range(min(len(advantages), len(self._logs["advantages"]))):

@@ -177,7 +177,22 @@ def gpg_all(rewards, group_size, **_):
 
 BATCH_LEVEL = {"batch_std": batch_std_all, "reinforce_pp_baseline": reinforce_pp_all, "gpg": gpg_all}
 
-ESTIMATORS = sorted([*PER_GROUP, *BATCH_LEVEL, "opo"])
+
+def reinforce_pp_tokens(rewards, lengths, epsilon, unbiased_std, **_):
+    """REINFORCE++ without a baseline: every scorable completion contributes its reward once per token, the mean and
+    standard deviation are taken over that explicit list of token values (T of them; T - 1 in the variance when
+    `unbiased_std`), and each reward is whitened with them. A batch whose token values are all equal gets 0."""
+    tokens = [Fraction(r) for r, length in zip(rewards, lengths) if not is_nan(r) for _ in range(length)]
+    if len(set(tokens)) <= 1 or (unbiased_std and len(tokens) < 2):
+        return [math.nan if is_nan(r) else EXACT_ZERO for r in rewards]
+    centre, spread = mean(tokens), std(tokens, unbiased_std)
+    return [math.nan if is_nan(r) else float(Fraction(r) - centre) / (spread + epsilon) for r in rewards]
+
+
+# Estimators without a group baseline: only the NaN rule applies (tied groups and groups of one keep their values).
+WITHOUT_GROUP_BASELINE = {"reinforce_pp": reinforce_pp_tokens}
+
+ESTIMATORS = sorted([*PER_GROUP, *BATCH_LEVEL, *WITHOUT_GROUP_BASELINE, "opo"])
 
 
 def reference_advantages(
@@ -191,6 +206,9 @@ def reference_advantages(
 ) -> list[float]:
     """Advantages of `estimator` for the flat `rewards`, edge-case rules applied."""
     options = dict(epsilon=epsilon, unbiased_std=unbiased_std, k=k)
+    if estimator in WITHOUT_GROUP_BASELINE:
+        raw = WITHOUT_GROUP_BASELINE[estimator](rewards, lengths, **options)
+        return [0.0 if is_nan(r) else float(a) for r, a in zip(rewards, raw)]
     if group_size == 1:  # a group of one carries no signal, whatever the formula would say
         return [0.0] * len(rewards)
     if estimator in BATCH_LEVEL:
@@ -208,3 +226,38 @@ def reference_advantages(
             else:
                 raw.extend(PER_GROUP[estimator](group, **options))
     return apply_edge_rules(rewards, group_size, raw)
+
+
+# --- REINFORCE++ as the peers define it: token-level returns, whitened over every response token of the batch ---
+
+
+def returns_to_go(token_rewards: list[float]) -> list[Fraction]:
+    """G_t = sum_{s >= t} r_s (gamma = 1): the return of each token of one response."""
+    returns, running = [], EXACT_ZERO
+    for reward in reversed(token_rewards):
+        running += Fraction(reward)
+        returns.append(running)
+    return returns[::-1]
+
+
+def peer_reinforce_pp(
+    token_rewards: list[list[float]], peer: str, variance_epsilon: float = 1e-8
+) -> list[list[float]]:
+    """Per-token advantages of REINFORCE++ for responses given as their per-token rewards (the score on the last token,
+    minus beta * KL_t on every token when the KL is in the reward), as `peer` computes them:
+
+    - "openrlhf" (OpenRLHF 0.11.2, `--advantage_estimator reinforce`): the population variance of the returns over
+      every response token, then (G - mean) / sqrt(max(var, variance_epsilon));
+    - "verl" (verl 0.9.1, `reinforce_plus_plus`, its `masked_whiten`): the Bessel-corrected variance over the tokens,
+      then (G - mean) / sqrt(var + variance_epsilon).
+
+    Both use variance_epsilon = 1e-8; 0 removes it."""
+    returns = [returns_to_go(rewards) for rewards in token_rewards]
+    tokens = [g for response in returns for g in response]
+    centre = mean(tokens)
+    squares = sum(((g - centre) ** 2 for g in tokens), EXACT_ZERO)
+    if peer == "openrlhf":
+        scale = math.sqrt(max(squares / len(tokens), Fraction(variance_epsilon)))
+    else:
+        scale = math.sqrt(squares / (len(tokens) - 1) + Fraction(variance_epsilon))
+    return [[float(g - centre) / scale for g in response] for response in returns]

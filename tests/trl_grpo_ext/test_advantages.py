@@ -13,14 +13,17 @@ from stock_trl import StockAdvantages, build_stock_trainer
 
 from trl_grpo_ext.advantages import (
     _ADVANTAGE_ESTIMATORS,
+    EstimatorProperties,
     advantage_metrics,
+    clip_advantages,
     compute_advantages,
+    estimator_properties,
     get_advantage_estimator,
     list_advantage_estimators,
     register_advantage_estimator,
 )
 
-from .reference_estimators import ESTIMATORS, groups_of, is_flat, reference_advantages
+from .reference_estimators import ESTIMATORS, groups_of, is_flat, peer_reinforce_pp, reference_advantages
 
 GROUP_SIZES = [1, 2, 3, 4, 8]
 SEEDS = [0, 1, 2]
@@ -87,8 +90,9 @@ def assert_matches_reference(rewards, group_size, estimator, **kwargs):
     expected = torch.tensor(reference_advantages(rewards, group_size, estimator, **kwargs), dtype=torch.float64)
     torch.testing.assert_close(got, expected, rtol=relative_tolerance(estimator, **kwargs), atol=1e-12)
     # The edge-case rules give exactly 0, not merely something small.
+    group_baseline = estimator_properties(estimator).group_baseline
     for index, (r, group) in enumerate(zip(rewards, expand_groups(rewards, group_size))):
-        if math.isnan(r) or group_size == 1 or is_flat(group):
+        if math.isnan(r) or (group_baseline and (group_size == 1 or is_flat(group))):
             assert got[index].item() == 0.0, (estimator, index, rewards)
     return got
 
@@ -96,7 +100,7 @@ def assert_matches_reference(rewards, group_size, estimator, **kwargs):
 # Estimators that divide by a Bessel-corrected std. Like trl.trainer.utils.nanstd (which the library mirrors for bit
 # parity with stock), they compute the factor count / (count - 1) from integer counts, i.e. in float32 even for float64
 # rewards: the std is then off by up to ~3e-8 relative. Everything else must match to float64 rounding.
-BESSEL_STD = {"grpo", "batch_std", "reinforce_pp_baseline"}
+BESSEL_STD = {"grpo", "batch_std", "reinforce_pp_baseline", "reinforce_pp"}
 
 
 def relative_tolerance(estimator: str, unbiased_std: bool = True, **_) -> float:
@@ -114,7 +118,7 @@ def expand_groups(rewards, group_size):
 def reference_cases():
     """(estimator, group_size, seed) for every estimator but pass_at_k and opo (own tests). random_rewards always
     holds a 'some NaN' group, so group sizes 2 and 3 always hold a group with exactly 2 scorable rewards."""
-    for estimator in sorted(set(ESTIMATORS) - {"pass_at_k", "opo"}):
+    for estimator in sorted(set(ESTIMATORS) - {"pass_at_k", "opo", "reinforce_pp"}):
         for group_size in GROUP_SIZES:
             for seed in SEEDS:
                 yield pytest.param(estimator, group_size, seed)
@@ -153,6 +157,72 @@ def test_opo_matches_reference(group_size, seed):
     rewards = random_rewards(seed, group_size)
     lengths = [int(v) for v in np.random.default_rng(seed + 100).integers(1, 60, size=len(rewards))]
     assert_matches_reference(rewards, group_size, "opo", lengths=lengths)
+
+
+@pytest.mark.parametrize("unbiased_std", [True, False])
+@pytest.mark.parametrize("epsilon", [0.0, 1e-4])
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("group_size", GROUP_SIZES)
+def test_reinforce_pp_matches_reference(group_size, seed, epsilon, unbiased_std):
+    rewards = random_rewards(seed, group_size)
+    lengths = [int(v) for v in np.random.default_rng(seed + 200).integers(1, 60, size=len(rewards))]
+    options = dict(lengths=lengths, epsilon=epsilon, unbiased_std=unbiased_std)
+    got = assert_matches_reference(rewards, group_size, "reinforce_pp", **options)
+    # No group baseline: scorable completions of tied groups and of groups of one keep a non-zero advantage.
+    assert all(got[i] != 0 for i, r in enumerate(rewards) if not math.isnan(r))
+
+
+def test_reinforce_pp_hand_computed():
+    # Scorable (reward, length): (1, 2), (0, 3), (1, 1), (1, 4), (0, 2): T = 12 tokens, mean m = 7/12, token variance
+    # (7 (5/12)^2 + 5 (7/12)^2) / 11 = 35/132 (Bessel over tokens). The tied second group keeps its advantages.
+    rewards = torch.tensor([1.0, 0.0, 1.0, 1.0, math.nan, 0.0], dtype=torch.float64)
+    got = compute_advantages(rewards, 2, "reinforce_pp", epsilon=0.0, lengths=torch.tensor([2, 3, 1, 4, 5, 2]))
+    up, down = (5 / 12) / math.sqrt(35 / 132), -(7 / 12) / math.sqrt(35 / 132)
+    torch.testing.assert_close(got, torch.tensor([up, down, up, up, 0.0, down], dtype=torch.float64))
+
+
+def test_reinforce_pp_gives_zero_when_every_token_has_the_same_return():
+    got = compute_advantages(
+        torch.tensor([1.0, 1.0, math.nan, 1.0]), 2, "reinforce_pp", lengths=torch.tensor([1, 2, 3, 4])
+    )
+    assert got.tolist() == [0.0, 0.0, 0.0, 0.0]
+    with pytest.raises(ValueError, match=r"reinforce_pp.*lengths"):
+        compute_advantages(torch.tensor([1.0, 0.0]), 2, "reinforce_pp")
+
+
+@pytest.mark.parametrize(("peer", "unbiased_std"), [("openrlhf", False), ("verl", True)])
+@pytest.mark.parametrize("seed", SEEDS)
+def test_reinforce_pp_equals_the_peers_token_whitening(peer, unbiased_std, seed):
+    """With the reward on each response's last token and no KL in it, a response's return is its reward at every
+    token, so the peers' per-token advantages are constant along each response and equal ours; exactly once their 1e-8
+    in the variance is removed, and within 1e-7 with it (rewards of unit variance)."""
+    rng = np.random.default_rng(seed)
+    rewards = [float(v) for v in rng.choice([0.0, 0.25, 1.0], size=24)]
+    lengths = [int(v) for v in rng.integers(1, 40, size=24)]
+    token_rewards = [[0.0] * (length - 1) + [r] for r, length in zip(rewards, lengths)]
+    ours = library(rewards, 4, "reinforce_pp", lengths=lengths, epsilon=0.0, unbiased_std=unbiased_std)
+    for variance_epsilon, tolerance in [(0.0, 1e-12), (1e-8, 1e-7)]:
+        theirs = peer_reinforce_pp(token_rewards, peer, variance_epsilon)
+        for index, response in enumerate(theirs):
+            assert len(set(response)) == 1
+            assert response[0] == pytest.approx(ours[index].item(), rel=tolerance, abs=tolerance)
+
+
+def test_reinforce_pp_with_the_kl_in_the_reward_puts_the_whole_penalty_on_the_last_token():
+    """The trainer subtracts beta * sum_s KL_s from the reward of a completion (`kl_placement="reward"`): that is the
+    peers' REINFORCE++ with the whole penalty on the last token, exactly. The peers spread it over the tokens
+    (return-to-go r - beta sum_{s >= t} KL_s), so their later tokens carry less penalty (docs/estimators.md)."""
+    token_kl = [[0.2, 0.1, 0.3], [0.05, 0.0], [0.4, 0.1, 0.1, 0.2], [0.3]]
+    scores, beta = [1.0, 0.0, 1.0, 0.0], 0.5
+    lengths = [len(kls) for kls in token_kl]
+    penalised = [score - beta * sum(kls) for score, kls in zip(scores, token_kl)]
+    ours = library(penalised, 2, "reinforce_pp", lengths=lengths, epsilon=0.0)
+    penalty_at_end = [[0.0] * (len(kls) - 1) + [r] for r, kls in zip(penalised, token_kl)]
+    for index, response in enumerate(peer_reinforce_pp(penalty_at_end, "verl", variance_epsilon=0.0)):
+        assert response == pytest.approx([ours[index].item()] * lengths[index], rel=1e-12)
+    spread = [[-beta * kl for kl in kls[:-1]] + [score - beta * kls[-1]] for score, kls in zip(scores, token_kl)]
+    for response in peer_reinforce_pp(spread, "verl", variance_epsilon=0.0)[:3]:
+        assert response == sorted(response)  # the return grows along the response as less KL is left to come
 
 
 def test_opo_hand_computed():
@@ -209,7 +279,9 @@ def test_nan_rewards_are_allowed_by_pass_at_k():
     assert got[0].item() > 0 > got[2].item()
 
 
-@pytest.mark.parametrize("estimator", sorted(set(ESTIMATORS) - {"pass_at_k"}))
+@pytest.mark.parametrize(
+    "estimator", sorted(name for name in set(ESTIMATORS) - {"pass_at_k"} if estimator_properties(name).group_baseline)
+)
 def test_edge_cases_on_one_hand_made_batch(estimator):
     # group 1 spread with a NaN, group 2 all equal, group 3 one scorable, group 4 all NaN, group 5 ties.
     rewards = [0.0, math.nan, 2.0, 5.0, 3.0, 3.0, 3.0, 3.0, math.nan, 7.0, math.nan, math.nan]
@@ -280,16 +352,20 @@ def lengths_for(rewards):
 
 
 def run(rewards, group_size, estimator, **kwargs):
-    if estimator == "opo":
+    if estimator_properties(estimator).needs_lengths:
         kwargs["lengths"] = lengths_for(rewards)
     return library(rewards, group_size, estimator, **kwargs)
 
 
-SHIFT_INVARIANT = ["grpo", "dr_grpo", "batch_std", "rloo", "reinforce_pp_baseline", "range", "rank", "gpg", "opo"]
-SCALE_INVARIANT = ["grpo", "batch_std", "rank", "range", "reinforce_pp_baseline", "maxrl"]
+SHIFT_INVARIANT = [
+    "grpo", "dr_grpo", "batch_std", "rloo", "reinforce_pp_baseline", "reinforce_pp", "range", "rank", "gpg", "opo"
+]  # fmt: skip
+SCALE_INVARIANT = ["grpo", "batch_std", "rank", "range", "reinforce_pp_baseline", "reinforce_pp", "maxrl"]
 HOMOGENEOUS = ["dr_grpo", "rloo", "gpg", "opo"]
 ZERO_SUM = ["grpo", "dr_grpo", "batch_std", "rloo", "range", "rank", "gpg", "maxrl", "reinforce_pp_baseline"]
-MONOTONE = ["grpo", "dr_grpo", "batch_std", "rloo", "reinforce_pp_baseline", "range", "rank", "gpg", "opo"]
+MONOTONE = [
+    "grpo", "dr_grpo", "batch_std", "rloo", "reinforce_pp_baseline", "reinforce_pp", "range", "rank", "gpg", "opo"
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("estimator", SHIFT_INVARIANT)
@@ -435,7 +511,7 @@ def test_rank_values_in_unit_interval_with_extremes(batch):
 @example(batch=([3.0, math.nan, 3.0, 3.0, 1.0, 2.0], 3))
 def test_reference_agreement_on_hypothesis_batches(estimator, batch):
     rewards, group_size = batch
-    kwargs = {"lengths": lengths_for(rewards)} if estimator == "opo" else {}
+    kwargs = {"lengths": lengths_for(rewards)} if estimator_properties(estimator).needs_lengths else {}
     assert_matches_reference(rewards, group_size, estimator, **kwargs)
 
 
@@ -479,6 +555,25 @@ def test_user_estimator_receives_the_options_it_declares(temporary_names):
     compute_advantages(torch.tensor([0.0, 1.0]), 2, "test_options", epsilon=0.5, lengths=torch.tensor([3, 4]), k=2)
     assert seen["epsilon"] == 0.5 and seen["k"] == 2
     assert seen["lengths"].tolist() == [[3, 4]]
+
+
+def test_properties_are_declared_at_registration(temporary_names):
+    temporary_names.append("test_properties")
+
+    @register_advantage_estimator("test_properties", unscaled=True, group_baseline=False)
+    def centred_on_batch(rewards, *, lengths):
+        return rewards - torch.nanmean(rewards)
+
+    assert estimator_properties("test_properties") == EstimatorProperties(
+        needs_lengths=True, unscaled=True, group_baseline=False
+    )
+    assert estimator_properties("grpo") == EstimatorProperties()
+    unscaled = {name for name in ESTIMATORS if estimator_properties(name).unscaled}
+    assert unscaled == {"dr_grpo", "rloo", "gpg", "opo"}
+    assert {name for name in ESTIMATORS if estimator_properties(name).needs_lengths} == {"opo", "reinforce_pp"}
+    assert {name for name in ESTIMATORS if not estimator_properties(name).group_baseline} == {"reinforce_pp"}
+    with pytest.raises(ValueError, match="no_such_estimator.*Valid choices"):
+        estimator_properties("no_such_estimator")
 
 
 def test_unknown_estimator_lists_valid_choices():
@@ -552,3 +647,15 @@ def test_advantage_metrics_single_value():
         "advantages/max_abs": 0.25,
         "frac_zero_advantage_groups": 0.0,
     }
+
+
+# --- 6. clipping ---
+
+
+def test_clip_advantages_clamps_and_counts_the_scorable_completions_clipped():
+    advantages = torch.tensor([2.5, -3.0, 1.0, -1.0, 0.5, 0.0])
+    scorable = torch.tensor([True, True, True, True, True, False])
+    clipped, share = clip_advantages(advantages, 1.0, scorable)
+    assert clipped.tolist() == [1.0, -1.0, 1.0, -1.0, 0.5, 0.0]
+    assert share == 2 / 5  # |A| = 1.0 exactly is not clipped; the unscorable row is not counted
+    assert clip_advantages(torch.zeros(2), 1.0, torch.tensor([False, False]))[1] == 0.0

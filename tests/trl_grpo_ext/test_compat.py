@@ -1,15 +1,21 @@
 """`compat.replaced_attribute`, the plain helper the trainer swaps a TRL name with, and the rule it serves: product
-code does not use test tooling (`unittest.mock`)."""
+code does not use test tooling (`unittest.mock`); the trainer's warning filter, which holds only while it runs."""
 
 from __future__ import annotations
 
 import ast
+import re
+import subprocess
+import sys
 import types
+import warnings
 
 import pytest
 from package_uses import REPO, source_files
+from trainer_helpers import digit_reward, make_config, prompt_dataset
 
-from trl_grpo_ext.compat import replaced_attribute
+from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
+from trl_grpo_ext.compat import KNOWN_DEPRECATIONS, replaced_attribute
 
 
 def test_the_value_is_replaced_inside_and_restored_after():
@@ -56,3 +62,34 @@ def test_no_product_module_imports_unittest_mock():
     ]
     assert offenders == []
     assert "unittest.mock" in imports_of(REPO / "tests" / "support" / "stock_trl.py")  # the scan sees imports
+
+
+# --- the trainer's warning filter: only while it trains or evaluates ---
+
+
+def is_known_deprecation(warning: warnings.WarningMessage) -> bool:
+    return any(re.match(pattern, str(warning.message)) for pattern in KNOWN_DEPRECATIONS)
+
+
+def test_importing_the_trainer_adds_no_warning_filter():
+    script = (
+        "import warnings, trl.trainer.grpo_trainer, transformers, accelerate, datasets, peft\n"
+        "before = list(warnings.filters)\n"
+        "import trl_grpo_ext.trainer\n"
+        "print(warnings.filters == before)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, check=True)
+    assert result.stdout.strip() == "True", result.stderr
+
+
+def test_training_silences_the_known_deprecations_only_while_it_runs(tiny_model_dir, tmp_path):
+    config = make_config(GRPOExtConfig, tmp_path / "out", max_steps=1, gradient_checkpointing=True)
+    trainer = GRPOExtTrainer(tiny_model_dir, [digit_reward], args=config, train_dataset=prompt_dataset())
+    with warnings.catch_warnings(record=True) as shown:
+        warnings.simplefilter("always")
+        filters = list(warnings.filters)
+        trainer.train()
+        assert warnings.filters == filters
+        assert not [warning for warning in shown if is_known_deprecation(warning)]
+        trainer.model.gradient_checkpointing_disable()  # the same call outside training warns as usual
+    assert [warning for warning in shown if is_known_deprecation(warning)]

@@ -90,9 +90,10 @@ def test_kl_in_reward_with_biased_estimator_warns(tmp_path):
 def test_kl_in_reward_with_std_scaled_advantage_warns(tmp_path):
     with pytest.warns(UserWarning, match="KL noise becomes a full-strength advantage"):
         config(tmp_path, beta=0.1, kl_placement="reward", kl_estimator="k1")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", UserWarning)
-        config(tmp_path, beta=0.1, kl_placement="reward", kl_estimator="k1", advantage_estimator="dr_grpo")
+    for estimator in ("dr_grpo", "reinforce_pp"):  # unscaled; no group baseline (the whole batch's scale)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)
+            config(tmp_path, beta=0.1, kl_placement="reward", kl_estimator="k1", advantage_estimator=estimator)
 
 
 def test_k2_gradient_estimators_warn_about_importance_ratio(tmp_path):
@@ -187,6 +188,26 @@ def test_a_name_far_from_every_choice_gets_no_suggestion(tmp_path):
             {"dynamic_sampling": True, "multi_objective_aggregation": "normalize_then_sum"},
             "need multi_objective_aggregation='sum_then_normalize'",
         ),
+        (
+            {"prompt_sampling": "pass_rate", "multi_objective_aggregation": "normalize_then_sum"},
+            "need multi_objective_aggregation='sum_then_normalize'",
+        ),
+        (
+            {"prompt_sampling": "pass-rate"},
+            re.escape(
+                "prompt_sampling='pass-rate' is not valid. Did you mean 'pass_rate'? Valid choices: uniform, pass_rate"
+            ),
+        ),
+        (
+            {"dynamic_sampling": True, "advantage_estimator": "reinforce_pp"},
+            "advantage_estimator='reinforce_pp' has no group baseline.*nothing would be dropped",
+        ),
+        ({"advantage_clip": 0.0}, r"advantage_clip=0\.0 must be positive, or None"),
+        ({"advantage_clip": -1.0}, r"advantage_clip=-1\.0 must be positive"),
+        (
+            {"advantage_clip": 2.0, "multi_objective_aggregation": "normalize_then_sum"},
+            "advantage_clip needs multi_objective_aggregation='sum_then_normalize'",
+        ),
     ],
 )
 def test_sampling_settings_are_checked(tmp_path, settings, message):
@@ -197,6 +218,8 @@ def test_sampling_settings_are_checked(tmp_path, settings, message):
 def test_sampling_settings_default_off(tmp_path):
     settings = config(tmp_path)
     assert not settings.dynamic_sampling and settings.retire_solved_after is None
+    assert settings.prompt_sampling == "uniform" and settings.advantage_clip is None
+    assert not settings.uses_prompt_stream and config(tmp_path, prompt_sampling="pass_rate").uses_prompt_stream
     assert settings.max_generation_rounds == 8
 
 

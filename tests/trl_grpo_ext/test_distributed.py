@@ -9,7 +9,7 @@ import pytest
 import torch
 from launch import launch_two_processes as launch
 
-from trl_grpo_ext.advantages import compute_advantages
+from trl_grpo_ext.advantages import compute_advantages, estimator_properties
 
 
 def launch_two_processes(tmp_path, model_dir, estimator):
@@ -18,7 +18,7 @@ def launch_two_processes(tmp_path, model_dir, estimator):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("estimator", ["grpo", "rloo", "batch_std", "opo"])
+@pytest.mark.parametrize("estimator", ["grpo", "rloo", "batch_std", "opo", "reinforce_pp"])
 def test_two_processes_compute_the_advantages_of_one(tmp_path, tiny_model_dir, estimator):
     rank0, rank1 = launch_two_processes(tmp_path, tiny_model_dir, estimator)
     assert len(rank0) == len(rank1) == 2
@@ -27,7 +27,7 @@ def test_two_processes_compute_the_advantages_of_one(tmp_path, tiny_model_dir, e
         assert step0["rewards"] == step1["rewards"], "both processes see the same gathered rewards"
         rewards = torch.tensor(step0["rewards"])
         assert rewards.numel() == 8 and len(step0["advantages"]) == 4
-        lengths = torch.tensor(step0["lengths"]) if estimator == "opo" else None
+        lengths = torch.tensor(step0["lengths"]) if estimator_properties(estimator).needs_lengths else None
         one_process = compute_advantages(rewards, group_size=4, estimator=estimator, lengths=lengths)
         two_processes = torch.tensor(step0["advantages"] + step1["advantages"])
         torch.testing.assert_close(two_processes, one_process, rtol=0, atol=0)

@@ -35,9 +35,11 @@ def settings(**overrides):
     values = dict(
         num_generations=SIZE, generation_batch_size=3 * SIZE, dynamic_sampling=True, max_generation_rounds=8,
         advantage_estimator="grpo", advantage_epsilon=1e-4, advantage_std="unbiased", pass_at_k=1,
-        retire_solved_after=None, data_seed=None, seed=0,
+        retire_solved_after=None, data_seed=None, seed=0, prompt_sampling="uniform",
     )  # fmt: skip
-    return SimpleNamespace(**{**values, **overrides})
+    values.update(overrides)
+    uses_stream = values["dynamic_sampling"] or values["retire_solved_after"] is not None
+    return SimpleNamespace(**values, uses_prompt_stream=uses_stream or values["prompt_sampling"] != "uniform")
 
 
 def score(inputs):

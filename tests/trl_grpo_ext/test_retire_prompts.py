@@ -103,14 +103,21 @@ def test_with_dynamic_sampling_a_solved_dataset_ends_after_one_step(tiny_model_d
     assert logged(trainer, "dynamic_sampling/capped") == [1.0]
 
 
-def test_retirements_are_saved_and_resumed(tiny_model_dir, tmp_path):
-    settings = dict(retire_solved_after=1, max_steps=6, save_strategy="steps", save_steps=3)
-    full = build(tiny_model_dir, tmp_path / "full", solved_when_even_reward, **settings)
+def full_and_resumed_runs(model_dir, tmp_path, **settings):
+    """6 steps uninterrupted, saving at step 3, and the same run resumed from that checkpoint; checks that the resumed
+    run drew the rows the uninterrupted one drew from step 3 and ends with the same stream state."""
+    settings = dict(max_steps=6, save_strategy="steps", save_steps=3, **settings)
+    full = build(model_dir, tmp_path / "full", solved_when_even_reward, **settings)
     full.train()
-    resumed = build(tiny_model_dir, tmp_path / "resumed", solved_when_even_reward, **settings)
+    resumed = build(model_dir, tmp_path / "resumed", solved_when_even_reward, **settings)
     resumed.train(resume_from_checkpoint=str(tmp_path / "full" / "checkpoint-3"))
     assert resumed.rounds == [entry for entry in full.rounds if entry[0] >= 3]
     assert resumed._prompt_stream.state() == full._prompt_stream.state()
+    return full, resumed
+
+
+def test_retirements_are_saved_and_resumed(tiny_model_dir, tmp_path):
+    full, resumed = full_and_resumed_runs(tiny_model_dir, tmp_path, retire_solved_after=1)
     assert logged(resumed, "prompts/retired") == logged(full, "prompts/retired")
     assert logged(resumed, "num_completions_generated") == logged(full, "num_completions_generated")
     for name, value in parameters(full).items():

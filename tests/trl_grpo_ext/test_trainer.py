@@ -10,12 +10,13 @@ import pytest
 import torch
 from peft import LoraConfig
 from trainer_helpers import digit_reward, length_parity_reward, make_config, parameters, prompt_dataset, train
-from transformers import AutoModelForCausalLM, TrainerCallback
+from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
 
 from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
 from trl_grpo_ext.advantages import (
     _ADVANTAGE_ESTIMATORS,
     compute_advantages,
+    estimator_properties,
     list_advantage_estimators,
     register_advantage_estimator,
 )
@@ -38,15 +39,49 @@ def trained_rewards_and_advantages(trainer):
     return torch.tensor(list(rewards)), torch.tensor(list(trainer._logs["advantages"]))
 
 
-@pytest.mark.parametrize("estimator", [name for name in list_advantage_estimators() if name != "opo"])
+class CompletionRecordingTrainer(GRPOExtTrainer):
+    """Keeps the completion ids of each generation batch (one process: the whole batch)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.generated = []
+
+    def _generate_and_score_completions(self, inputs):
+        output = super()._generate_and_score_completions(inputs)
+        self.generated.append(output["completion_ids"])
+        return output
+
+
+def end_of_sequence(model_dir) -> int:
+    return AutoTokenizer.from_pretrained(model_dir).eos_token_id
+
+
+def completion_lengths(trainer, completion_ids: torch.Tensor) -> torch.Tensor:
+    """Tokens up to and including the first end-of-sequence token, or all of them: counted from the ids alone."""
+    eos = trainer.processing_class.eos_token_id
+    return torch.tensor([row.index(eos) + 1 if eos in row else len(row) for row in completion_ids.tolist()])
+
+
+@pytest.mark.parametrize("estimator", list_advantage_estimators())
 def test_each_estimator_trains_on_its_formula(tiny_model_dir, tmp_path, estimator):
     reward = length_parity_reward if estimator == "pass_at_k" else digit_reward
     extra = {"pass_at_k": 2} if estimator == "pass_at_k" else {}
+    needs_lengths = estimator_properties(estimator).needs_lengths
+    if needs_lengths:  # completions of different lengths
+        extra["generation_kwargs"] = {"sequence_bias": {(end_of_sequence(tiny_model_dir),): 4.0}}
     trainer = train(
-        GRPOExtTrainer, ext_config(tmp_path, advantage_estimator=estimator, **extra), tiny_model_dir, [reward]
+        CompletionRecordingTrainer,
+        ext_config(tmp_path, advantage_estimator=estimator, **extra),
+        tiny_model_dir,
+        [reward],
     )
     rewards, advantages = trained_rewards_and_advantages(trainer)
-    expected = compute_advantages(rewards, group_size=4, estimator=estimator, k=extra.get("pass_at_k", 1))
+    lengths = completion_lengths(trainer, trainer.generated[-1]) if needs_lengths else None
+    expected = compute_advantages(
+        rewards, group_size=4, estimator=estimator, k=extra.get("pass_at_k", 1), lengths=lengths
+    )
+    if needs_lengths:
+        assert len(set(lengths.tolist())) > 1
     torch.testing.assert_close(advantages, expected, rtol=0, atol=0)
     assert all(math.isfinite(loss) for loss in logged(trainer, "loss"))
     assert logged(trainer, "advantages/max_abs")[-1] == pytest.approx(advantages.abs().max().item())
@@ -248,6 +283,46 @@ def test_user_registered_estimator_is_selected_by_name(tiny_model_dir, tmp_path)
         torch.testing.assert_close(advantages, expected)
     finally:
         del _ADVANTAGE_ESTIMATORS._entries["sign_of_centred"]
+
+
+def test_a_registered_estimator_that_declares_lengths_receives_the_completion_lengths(tiny_model_dir, tmp_path):
+    received = []
+
+    @register_advantage_estimator("test_length_weighted")
+    def length_weighted(rewards, *, lengths):
+        """r - the group's length-weighted mean reward."""
+        received.append(lengths.clone())
+        weights = lengths.to(rewards.dtype)
+        return rewards - (weights * rewards).sum(dim=1, keepdim=True) / weights.sum(dim=1, keepdim=True)
+
+    try:
+        cfg = ext_config(
+            tmp_path,
+            advantage_estimator="test_length_weighted",
+            max_steps=2,
+            generation_kwargs={"sequence_bias": {(end_of_sequence(tiny_model_dir),): 4.0}},  # different lengths
+        )
+        trainer = train(CompletionRecordingTrainer, cfg, tiny_model_dir)
+    finally:
+        del _ADVANTAGE_ESTIMATORS._entries["test_length_weighted"]
+    assert len(received) == len(trainer.generated) == 2  # one call per generation batch
+    for got, completion_ids in zip(received, trainer.generated):
+        expected = completion_lengths(trainer, completion_ids)
+        assert got.tolist() == expected.view(-1, 4).tolist()
+    assert len(set(torch.cat(received).flatten().tolist())) > 1  # the premise: lengths differ
+
+
+def test_advantage_clip_clamps_and_logs_the_share_clipped(tiny_model_dir, tmp_path):
+    trainer = train(GRPOExtTrainer, ext_config(tmp_path, advantage_clip=0.5), tiny_model_dir)
+    rewards, advantages = trained_rewards_and_advantages(trainer)
+    unclipped = compute_advantages(rewards, group_size=4, estimator="grpo")
+    clipped = unclipped.abs() > 0.5
+    assert clipped.any() and not clipped.all()  # the premise: some advantages are clipped, not all
+    assert torch.equal(advantages, unclipped.clamp(min=-0.5, max=0.5))
+    scorable = ~torch.isnan(rewards)
+    share = (clipped & scorable).sum().item() / scorable.sum().item()
+    assert logged(trainer, "advantages/clipped_fraction")[-1] == pytest.approx(share, rel=1e-12)
+    assert logged(trainer, "advantages/max_abs")[-1] <= 0.5
 
 
 def test_plain_grpo_config_is_refused_with_advice(tiny_model_dir, tmp_path):
