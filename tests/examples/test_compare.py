@@ -713,3 +713,22 @@ def test_command_plans_from_the_built_in_task_or_the_file():
     assert {(r.max_steps, r.settings["per_device_train_batch_size"], r.settings["beta"]) for r in runs} == {
         (5, 16, 0.1)
     }
+
+
+def test_peft_fields_are_accepted_like_the_example_scripts_and_build_a_lora_config(tmp_path):
+    import argparse
+
+    from trl_grpo_ext.commands.compare import add_arguments, plan
+    from trl_grpo_ext.compare.plan import peft_config_of, run_config_kwargs
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(
+        ["--set", "use_peft=true,lora_r=4,lora_alpha=8", "--variant", "rloo:advantage_estimator=rloo"]
+    )
+    _, runs = plan(args)
+    validate_plan(runs, tmp_path)  # every run's config builds: the PEFT fields are not config fields
+    assert all("lora_r" not in run_config_kwargs(run, tmp_path) for run in runs)
+    lora = peft_config_of(runs[1].settings)
+    assert (type(lora).__name__, lora.r, lora.lora_alpha) == ("LoraConfig", 4, 8)
+    assert peft_config_of({"lora_r": 4}) is None  # without use_peft, every weight trains

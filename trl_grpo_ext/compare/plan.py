@@ -60,12 +60,30 @@ class RunSpec:
 
 
 def config_fields(stock: bool = False) -> list[str]:
-    """Field names of GRPOConfig (stock) or GRPOExtConfig, read from the dataclasses (imports TRL)."""
+    """Field names of GRPOConfig (stock) or GRPOExtConfig, read from the dataclasses (imports TRL), and the PEFT
+    fields of TRL's ModelConfig, as the example scripts take them (`peft_fields`)."""
     from trl import GRPOConfig
 
     from trl_grpo_ext import GRPOExtConfig
 
-    return [f.name for f in dataclasses.fields(GRPOConfig if stock else GRPOExtConfig) if f.init]
+    return [f.name for f in dataclasses.fields(GRPOConfig if stock else GRPOExtConfig) if f.init] + peft_fields()
+
+
+def peft_fields() -> list[str]:
+    """TRL ModelConfig's LoRA fields (`use_peft`, `lora_r`, `lora_alpha`, `lora_target_modules`, ...): a run with
+    `use_peft=true` trains LoRA adapters built by `trl.get_peft_config` from them."""
+    from trl import ModelConfig
+
+    names = [f.name for f in dataclasses.fields(ModelConfig)]
+    return [n for n in names if n in ("use_peft", "use_rslora", "use_dora") or n.startswith("lora_")]
+
+
+def peft_config_of(settings: dict[str, Any]):
+    """The run's `peft.LoraConfig` (`trl.get_peft_config` of its PEFT fields), or None without `use_peft`."""
+    from trl import ModelConfig, get_peft_config
+
+    chosen = {k: v for k, v in settings.items() if k in peft_fields()}
+    return get_peft_config(ModelConfig(**chosen)) if chosen.get("use_peft") else None
 
 
 def extension_fields() -> list[str]:
@@ -338,10 +356,11 @@ def run_config_kwargs(run: RunSpec, output_dir: Path) -> dict[str, Any]:
 
     # GRPOExtConfig sets use_cpu on a machine without an accelerator; stock gets the same, so both train alike.
     cpu = {} if accelerator_available() or "use_cpu" in run.settings else {"use_cpu": True}
+    peft = peft_fields()
     return {
         **cpu,
         "report_to": "none",
-        **run.settings,
+        **{k: v for k, v in run.settings.items() if k not in peft},
         **FORCED_SETTINGS,
         "output_dir": str(output_dir / "trainer" / run.run_id),
         "max_steps": run.max_steps,

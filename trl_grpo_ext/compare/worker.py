@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from trl_grpo_ext.compare.held_out import eval_path, evaluate_base, evaluate_held_out
-from trl_grpo_ext.compare.plan import STOCK, RunSpec, run_config_kwargs
+from trl_grpo_ext.compare.plan import STOCK, RunSpec, peft_config_of, run_config_kwargs
 from trl_grpo_ext.task import Task, import_verifier_modules, load_task_dataset
 
 
@@ -44,8 +44,9 @@ def train_one(run: RunSpec, task: Task, model: str, output_dir: Path, threads: i
     config = config_cls(**run_config_kwargs(run, output_dir))
     rewards = build_rewards(task)
     trainer = trainer_cls(
-        model=model, reward_funcs=rewards, args=config, train_dataset=load_task_dataset(task, run.seed)
-    )
+        model=model, reward_funcs=rewards, args=config, train_dataset=load_task_dataset(task, run.seed),
+        peft_config=peft_config_of(run.settings),
+    )  # fmt: skip
     run_id = run.run_id
 
     def evaluate(point: int | None, completions: int, step: int) -> None:
