@@ -1,7 +1,7 @@
 """GRPO on a real pretrained model on a CPU: SmolLM2-135M-Instruct learns arithmetic questions it was never trained on.
 
     python examples/grpo_real_model.py               # or: make demo-real
-    python examples/grpo_real_model.py --seeds 0 1 2 # the gain's mean over seeds with a Student t interval
+    python examples/grpo_real_model.py --seeds 0 1 2 # the gain's mean over seeds, two-way bootstrap interval
     python examples/grpo_real_model.py --write_task outputs/real_task   # a task file for `trl-grpo-ext compare`
 
 What it does, in order:
@@ -16,7 +16,7 @@ What it does, in order:
    --keep_pass_rate`), so that most groups of completions differ in reward and carry a signal.
 5. GRPO with `GRPOExtTrainer` (full fine-tuning, or LoRA with `--lora`), reward = the `math` verifier.
 6. Held-out figures after training, with the same sampling seeds, and the paired gain (after - before, per problem,
-   bootstrap over problems); with several seeds, the mean over seeds with a Student t interval.
+   bootstrap over problems); with several seeds, the mean over seeds and problems with a two-way bootstrap interval.
 
 Results in `--output_dir`: results.json (every figure and the reward log of each seed) and table.md.
 """
@@ -169,6 +169,7 @@ def train_one(model_path: str, tokenizer, train_rows: list[dict], before: list, 
     first, last = (sum(h["reward"] for h in part) / window for part in (history[:window], history[-window:]))
     return {
         "seed": seed, "after": summary, "gain_pass@1": paired_gain(before, after),
+        "gain_per_problem": [a.pass_at[1] - b.pass_at[1] for a, b in zip(after, before)],
         "reward_first": first, "reward_last": last, "steps": len(history), "train_s": train_s,
         "eval_s": time.perf_counter() - started - train_s, "log": history,
     }  # fmt: skip
@@ -263,7 +264,7 @@ def describe(summary: dict) -> str:
 
 def table(before: dict, runs: list[dict], args) -> str:
     """Held-out figures before and after each seed's run, the paired gain, and with several seeds the mean gain."""
-    from trl_grpo_ext.compare.stats import mean_ci
+    from trl_grpo_ext.compare.stats import bootstrap_grid
 
     keys = [k for k in before if k.startswith("pass@")] + ["greedy"]
     lines = [
@@ -280,8 +281,11 @@ def table(before: dict, runs: list[dict], args) -> str:
         "ended: share of completions that ended with the end token before the length limit (the rest were cut off)."
     )
     if len(runs) > 1:
-        gains = mean_ci([run["gain_pass@1"]["mean"] for run in runs])
-        lines.append(f"\nGain in held-out pass@1 over {len(runs)} seeds: {fmt(gains, True)} (95% Student t interval).")
+        gains = bootstrap_grid([run["gain_per_problem"] for run in runs])
+        lines.append(
+            f"\nGain in held-out pass@1 over {len(runs)} seeds: {fmt(gains, True)} (95% two-way bootstrap interval: "
+            "seeds and problems resampled)."
+        )
     return "\n".join(lines)
 
 
