@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .core import EvalVerifier, PromptResult, Sampler, evaluate_prompts, summarize
+from .votes import COMPLETION
 
 
 def process_rank() -> tuple[int, int]:
@@ -88,10 +89,20 @@ def write_results(output_dir: Path, results: Sequence[PromptResult], summary: di
 def summary_table(summary: dict) -> str:
     """The summary as a Markdown table: metric, mean, 95% interval."""
     lines = ["| metric | mean | 95% interval |", "|---|---|---|"]
+    notes = ""
     for key, stat in summary.items():
-        if isinstance(stat, dict) and "mean" in stat and stat["mean"] is not None:
+        if isinstance(stat, dict) and "mean" in stat and stat.get("unavailable"):
+            lines.append(f"| {key} | unavailable | |")
+            notes = f"\nmaj@k unavailable: {stat['unavailable']}."
+        elif isinstance(stat, dict) and "mean" in stat and stat["mean"] is not None:
             interval = "n/a" if stat["ci95"] is None else f"[{stat['ci95'][0]:.4f}, {stat['ci95'][1]:.4f}]"
             lines.append(f"| {key} | {stat['mean']:.4f} | {interval} |")
+    by_completion = (summary.get("maj_votes") or {}).get(COMPLETION, 0)
+    if by_completion:
+        notes += (
+            f"\nmaj@k: on {by_completion} prompts the verifier extracted no answer, so the normalised completions "
+            "voted (docs/evaluation.md)."
+        )
     lines.append(
         f"\n{summary['n_prompts']} prompts x {summary['n_samples']} samples; {summary['interval']}; "
         f"{summary['unscored_samples']} samples without a verdict (counted as not correct)"
@@ -100,6 +111,7 @@ def summary_table(summary: dict) -> str:
             if summary.get("ungrouped_answer_pairs")
             else "."
         )
+        + notes
     )
     return "\n".join(lines)
 
