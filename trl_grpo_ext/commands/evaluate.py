@@ -35,6 +35,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--num_samples", type=int, default=8, help="Samples per prompt, n (default 8).")
     parser.add_argument("--k", default=None, help="Comma-separated k of pass@k and maj@k (default: 1 and n).")
     parser.add_argument("--greedy", action="store_true", help="Also decode greedily and report greedy accuracy.")
+    parser.add_argument(
+        "--save_completions",
+        action="store_true",
+        help="Also write completions.jsonl: every completion with its verifiers' scores, reasons and extracted "
+        "answers (one line each).",
+    )
     parser.add_argument("--temperature", type=float, default=None, help="Default: the file's, else GRPOConfig's.")
     parser.add_argument(
         "--max_completion_length", type=int, default=None, help="Default: the file's, else GRPOConfig's."
@@ -161,6 +167,10 @@ def run(args: argparse.Namespace) -> int:
     write_results(output_dir, results, summary)
     print(summary_table(summary))
     print(f"Per prompt: {output_dir / 'per_prompt.jsonl'}; summary: {output_dir / 'summary.json'}")
+    if args.save_completions:
+        print(f"Completions with their verdicts: {output_dir / 'completions.jsonl'}")
+    else:
+        print("Add --save_completions to keep every completion with its scores and reasons.")
     if pass_rate is not None:
         kept = pass_rate_rows(results, *pass_rate)
         raw.select(kept).save_to_disk(args.write_dataset)
@@ -195,7 +205,7 @@ def evaluate_model(args, task, common, model_name, rows, ks):
     try:
         results, summary = evaluate_dataset(
             rows, sampler, verifiers, args.num_samples, ks, args.greedy, args.seed, not args.no_progress,
-            prompts_per_call=args.prompts_per_call,
+            prompts_per_call=args.prompts_per_call, keep_completions=args.save_completions,
         )  # fmt: skip
     finally:
         for spec in verifiers:

@@ -52,9 +52,11 @@ class PromptResult:
     answers: list[str | None] = field(default_factory=list)
     ungrouped: int = 0  # pairs of distinct answers maj@k's grouping got no verdict on (equivalence.answer_classes)
     votes: str = EXTRACTED  # what the samples voted with in maj@k (`votes.VOTE_SOURCES`)
+    samples: list[dict] | None = None  # with keep_completions: each completion with its verdicts (`sample_records`)
 
     def to_json(self) -> dict:
         row = asdict(self)
+        del row["samples"]  # written to a file of their own (`runner.write_results`)
         row["pass_at"] = {f"pass@{k}": v for k, v in self.pass_at.items()}
         row["maj_at"] = {f"maj@{k}": v for k, v in self.maj_at.items()}
         return {**{k: v for k, v in row.items() if k not in ("pass_at", "maj_at")}, **row["pass_at"], **row["maj_at"]}
@@ -98,8 +100,10 @@ def score_prompt(
     verifiers: Sequence[EvalVerifier],
     ks: Sequence[int],
     greedy_completion: str | None = None,
+    keep_completions: bool = False,
 ) -> PromptResult:
-    """Score one prompt's samples (and its greedy completion, when given) and reduce them to its figures."""
+    """Score one prompt's samples (and its greedy completion, when given) and reduce them to its figures; with
+    `keep_completions`, keep each completion with its verdicts in `samples`."""
     results = verdicts(completions + ([greedy_completion] if greedy_completion is not None else []), row, verifiers)
     n = len(completions)
     correct = [sample_is_correct(results, i) for i in range(n)]
@@ -114,7 +118,28 @@ def score_prompt(
         **figures,
         greedy_correct=None if greedy_completion is None else sample_is_correct(results, n),
         answers=extracted,
+        samples=sample_records(completions, greedy_completion, results, verifiers) if keep_completions else None,
     )
+
+
+def sample_records(
+    completions: list[str], greedy_completion: str | None, results: list[list[Any]], verifiers: Sequence[EvalVerifier]
+) -> list[dict]:
+    """One record per completion (the greedy one last, `"sample": "greedy"`): its text, whether it is correct, and
+    each verifier's score, reason and extracted answer."""
+    texts = completions + ([greedy_completion] if greedy_completion is not None else [])
+    return [
+        {
+            "sample": i if i < len(completions) else "greedy",
+            "completion": text,
+            "correct": sample_is_correct(results, i),
+            "verdicts": [
+                {"verifier": spec.name, "score": r[i].score, "reason": r[i].reason, "extracted": r[i].extracted}
+                for spec, r in zip(verifiers, results)
+            ],
+        }
+        for i, text in enumerate(texts)
+    ]
 
 
 def sample_figures(
@@ -154,9 +179,10 @@ def evaluate_prompts(
     prompt_column: str = "prompt",
     progress: Callable[[int], Any] | None = None,
     prompts_per_call: int = 1,
+    keep_completions: bool = False,
 ) -> list[PromptResult]:
     """The figures of `rows[i]` for each i of `indices` (the rows this process evaluates); `progress(1)` per prompt.
-    `prompts_per_call` consecutive indices are sampled together (`draw`)."""
+    `prompts_per_call` consecutive indices are sampled together (`draw`); `keep_completions`: see `score_prompt`."""
     check_settings(num_samples, ks)
     if prompts_per_call < 1:
         raise ValueError(f"prompts_per_call={prompts_per_call} must be >= 1.")
@@ -169,7 +195,10 @@ def evaluate_prompts(
         greedy_samples = draw(sampler, [(i, rows[i][prompt_column]) for i in chunk], 1, True) if greedy else None
         for position, index in enumerate(chunk):
             greedy_completion = greedy_samples[position][0] if greedy_samples else None
-            out.append(score_prompt(index, list(samples[position]), rows[index], verifiers, ks, greedy_completion))
+            completions = list(samples[position])
+            out.append(
+                score_prompt(index, completions, rows[index], verifiers, ks, greedy_completion, keep_completions)
+            )
             if progress is not None:
                 progress(1)
     return out

@@ -62,27 +62,36 @@ def evaluate_dataset(
     show_progress: bool = True,
     prompt_column: str = "prompt",
     prompts_per_call: int = 1,
+    keep_completions: bool = False,
 ) -> tuple[list[PromptResult], dict]:
     """(per-prompt results in row order, summary), the same on every process. `prompts_per_call`: prompts sampled
-    in one generate call (`TransformersSampler.sample_many`)."""
+    in one generate call (`TransformersSampler.sample_many`); `keep_completions`: each result keeps its completions
+    with their verdicts (`core.score_prompt`)."""
     from tqdm.auto import tqdm
 
     rank, world_size = process_rank()
     mine = shard(len(rows), rank, world_size, prompts_per_call)
     with tqdm(total=len(mine), desc="evaluate", unit="prompt", disable=not show_progress or rank != 0) as bar:
         local = evaluate_prompts(
-            rows, mine, sampler, verifiers, num_samples, ks, greedy, prompt_column, bar.update, prompts_per_call
-        )
+            rows, mine, sampler, verifiers, num_samples, ks, greedy, prompt_column, bar.update, prompts_per_call,
+            keep_completions,
+        )  # fmt: skip
     results = gather_once(local, len(rows))
     return results, {**summarize(results, ks, seed), "processes": world_size}
 
 
 def write_results(output_dir: Path, results: Sequence[PromptResult], summary: dict) -> None:
-    """`per_prompt.jsonl` (one line per row, in row order) and `summary.json`."""
+    """`per_prompt.jsonl` (one line per row, in row order) and `summary.json`; `completions.jsonl` (one line per
+    completion: `index`, then `sample_records`'s fields) when the results kept their completions."""
     output_dir.mkdir(parents=True, exist_ok=True)
     with open(output_dir / "per_prompt.jsonl", "w") as file:
         for result in results:
             file.write(json.dumps(result.to_json()) + "\n")
+    if results and results[0].samples is not None:
+        with open(output_dir / "completions.jsonl", "w") as file:
+            for result in results:
+                for record in result.samples:
+                    file.write(json.dumps({"index": result.index, **record}) + "\n")
     (output_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
 
 
