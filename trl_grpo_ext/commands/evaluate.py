@@ -28,7 +28,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "generation fields (max_completion_length, temperature, top_p, top_k, min_p, repetition_penalty, "
         "generation_kwargs, chat_template_kwargs). Default: the built-in arithmetic task.",
     )
-    parser.add_argument("--model", help="Model folder or Hub name (a trained checkpoint). Default: the file's model.")
+    parser.add_argument(
+        "--model",
+        help="Model folder or Hub name (a trained checkpoint), or a LoRA output folder (adapter_config.json: loaded on "
+        "the base model it names, merged). Default: the file's model.",
+    )
     parser.add_argument(
         "--split", help="Split to evaluate. Default: the file's eval_split, else 'test'; built-in task: 'held_out'."
     )
@@ -115,13 +119,11 @@ def load_task(args: argparse.Namespace):
     """(task, shared settings, split, model) from the arguments; UsageError on bad input."""
     from trl_grpo_ext.compare import Task, load_task_file
     from trl_grpo_ext.compare.plan import TINY_SETTINGS, validate_task
+    from trl_grpo_ext.evaluation.loading import adapter_base
     from trl_grpo_ext.evaluation.tasks import held_out_split
     from trl_grpo_ext.usage import check_model_path
 
     task, common = load_task_file(args.config) if args.config else (Task(), dict(TINY_SETTINGS))
-    check_model_path("--model", args.model)
-    validate_task(dataclasses.replace(task, model_name_or_path=args.model or task.model_name_or_path))
-    split = args.split or held_out_split(task) or "test"
     model = args.model or task.model_name_or_path
     if model is None and args.config:
         raise UsageError(
@@ -132,6 +134,11 @@ def load_task(args: argparse.Namespace):
         raise UsageError(
             "the built-in task has no trained model: pass --model, e.g. outputs/demo/model (saved by examples/demo.py)."
         )
+    # A LoRA output folder is checked through the base model it names, which is what loads first.
+    base = adapter_base(model, "--model" if args.model else "model_name_or_path")
+    check_model_path("--model", None if base else args.model)
+    validate_task(dataclasses.replace(task, model_name_or_path=base or model))
+    split = args.split or held_out_split(task) or "test"
     if common.get("use_vllm"):
         print(
             "trl-grpo-ext evaluate: use_vllm is set in the file, but this command samples with transformers "
@@ -185,9 +192,9 @@ def evaluate_model(args, task, common, model_name, rows, ks):
     """(per-prompt results, summary, whether this is the main process), on every process of the launch."""
     import torch
     from accelerate import PartialState
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from trl_grpo_ext.evaluation import evaluate_dataset
+    from trl_grpo_ext.evaluation.loading import load_model_and_tokenizer
     from trl_grpo_ext.evaluation.sampling import TransformersSampler, generation_settings
     from trl_grpo_ext.evaluation.tasks import build_verifiers
     from trl_grpo_ext.launch import default_threads
@@ -197,8 +204,7 @@ def evaluate_model(args, task, common, model_name, rows, ks):
     verifiers = build_verifiers(task)
     for spec in verifiers:
         spec.verifier.start(wait=False)  # worker processes warm up while the model loads
-    model = AutoModelForCausalLM.from_pretrained(model_name, **(common.get("model_init_kwargs") or {}))
-    tokenizer = AutoTokenizer.from_pretrained(model_name)
+    model, tokenizer = load_model_and_tokenizer(model_name, common.get("model_init_kwargs") or {})
     sampler = TransformersSampler(
         model.to(state.device).eval(), tokenizer, generation_settings(common), args.seed, args.batch_size
     )
