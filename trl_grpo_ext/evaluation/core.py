@@ -6,7 +6,8 @@ and the verifiers; `summarize` reduces the per-prompt results to means with boot
 A sample is correct when every verifier gives it full marks (score >= 1; partial credit is not a pass). A sample a
 verifier could not score (None: an unusable reference or the verifier's own failure) is not correct and is counted
 in `unscored`, so a broken verifier lowers the figures visibly instead of raising them. The first verifier's
-extracted answers are the votes of maj@k (`estimators`, `equivalence`).
+extracted answers are the votes of maj@k, or the normalised completions where it extracted none (`votes`,
+`estimators`, `equivalence`).
 """
 
 from __future__ import annotations
