@@ -18,12 +18,14 @@ What it does, in order:
    `outputs/demo/reward_curve.png`, the per-step log to `outputs/demo/log.jsonl` and the trained model to
    `outputs/demo/model` (`trl-grpo-ext evaluate --model outputs/demo/model` evaluates it again).
 
-Seeds are fixed and the run trains `--max_steps` steps. What a seed fixes: the result, bit for bit, on any x86-64
-machine with AVX2 given the same torch build and `--threads` (2): the demo pins the CPU kernels of torch, oneDNN and
-MKL to their AVX2 versions (`trl_grpo_ext.launch.PORTABLE_CPU_KERNELS`), because the kernels a processor picks for
-itself sum in other orders and 600 steps turn those last bits into another policy. `--native_kernels` lets the
-processor choose (faster on some, and the result then depends on it); another torch version or an ARM machine gives
-other figures. `--max_seconds` adds a time cap (then the result depends on the machine's speed too).
+Seeds are fixed and the run trains `--max_steps` steps. What a seed fixes: the result, bit for bit, on one machine
+with the same torch build and `--threads` (2), idle or loaded. Across processors the figures differ: kernels that
+sum in other orders leave other last bits, and 600 steps turn them into another policy. The demo pins the CPU
+kernels of torch, oneDNN and MKL to their AVX2 versions (`trl_grpo_ext.launch.PORTABLE_CPU_KERNELS`), which narrows
+the differences without removing them (an AMD EPYC gave another result than an Intel Xeon with the same pin); the
+range the held-out figure fell in across the processors and kernels measured is in docs/examples.md.
+`--native_kernels` lets the processor choose (faster on some). `--max_seconds` adds a time cap (then the result
+depends on the machine's speed too).
 """
 
 from __future__ import annotations

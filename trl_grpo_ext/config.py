@@ -94,7 +94,19 @@ class GRPOExtConfig(GRPOConfig):
     >   elsewhere stock's default, `True` (with `use_cpu=True`, bf16 autocast on the CPU, as stock).
     > - `use_cpu`: set to `True` on a machine with no accelerator, so that processes started by `accelerate launch`
     >   form a (gloo) process group instead of each training alone.
+    > - `use_bias_correction_kl`: left unset, stock's `True`, except with an estimator whose gradient is k2's (`k2`
+    >   and the `+` variants), where the ratio would spoil that gradient: `False`. Set explicitly, it is kept (with a
+    >   warning for `True` and such an estimator).
     """
+
+    # Stock's field and help; only the default differs (see above). Typed as written so that the parser keeps `None`.
+    use_bias_correction_kl: bool | None = field(
+        default=None,
+        metadata={
+            "help": "Multiply the KL term by the importance ratio (TRL's field). Unset: True (TRL's default), or False "
+            "with a kl_estimator whose gradient is k2's (k2 and the '+' variants), which the ratio would make inexact."
+        },
+    )
 
     advantage_estimator: str = field(
         default="grpo",
@@ -232,6 +244,8 @@ class GRPOExtConfig(GRPOConfig):
             # use_cpu given, stock's default works (bf16 autocast on the CPU) and is kept, so that the same arguments
             # train exactly as stock (decided before use_cpu is set below, which would otherwise hide the difference).
             self.bf16 = False
+        if self.use_bias_correction_kl is None:
+            self.use_bias_correction_kl = self.kl_estimator not in K2_GRADIENT_ESTIMATORS
         if not self.use_cpu and not accelerator_available():
             # Without this, `accelerate launch --multi_gpu` on a CPU-only machine starts processes that never join a
             # process group: each trains alone on its own data.

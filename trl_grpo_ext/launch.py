@@ -16,8 +16,9 @@ import warnings
 # The kernels torch (ATen), oneDNN and MKL pick on an x86-64 CPU depend on its instruction sets (AVX2, AVX-512, AMX):
 # they sum in different orders, and over hundreds of RL steps the last bits grow into different policies (the demo,
 # seed 0: held-out pass@1 0.45, 0.57 or 0.65 on one machine, by which kernels it was told to use). Pinned to the AVX2
-# kernels, present on x86-64 CPUs since 2013, and MKL in its conditional-numerical-reproducibility mode, a seed gives
-# one result on every such machine with the same torch build and thread count.
+# kernels, present on x86-64 CPUs since 2013, and MKL in its conditional-numerical-reproducibility mode, processors
+# run the same kernels; results still differ between processors (an AMD EPYC and an Intel Xeon gave different demo
+# policies under this pin), so what a seed fixes is the result on one machine.
 PORTABLE_CPU_KERNELS = {"ATEN_CPU_CAPABILITY": "avx2", "DNNL_MAX_CPU_ISA": "AVX2", "MKL_CBWR": "AVX2"}
 
 

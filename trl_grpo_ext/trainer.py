@@ -253,8 +253,8 @@ class GRPOExtTrainer(GRPOTrainer):
 
     def _log_pass_at_k(self, rewards_per_func: torch.Tensor, completions: list) -> None:
         """eval pass@k and maj@k, one value per prompt group: a completion is correct when every verifier reward
-        gives it full marks (a missing reward is not a pass); maj@k votes over the first verifier's extracted answers
-        (`trl_grpo_ext.evaluation`)."""
+        gives it full marks (a missing reward is not a pass); maj@k votes over the first verifier's extracted answers,
+        or a group's normalised completions where it extracted none (`trl_grpo_ext.evaluation.votes`)."""
         first = self.reward_funcs[self._verifier_rewards[0]]
         column = self._extracted_answers.get(first.__name__.removesuffix("_reward") + "_extracted")
         answers = gather_object([a or None for a in column] if column else [None] * len(completions))

@@ -92,7 +92,7 @@ def no_work(monkeypatch):
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", forbidden)
     monkeypatch.setattr(trl_grpo_ext.compare.run, "launch_process", forbidden)
     monkeypatch.setattr(trl_grpo_ext.compare, "run_all", forbidden)
-    monkeypatch.setattr(evaluate, "evaluate_model", forbidden)
+    monkeypatch.setattr(evaluate, "evaluate_models", forbidden)
 
 
 @pytest.mark.parametrize("mistake", TASK_MISTAKES)
@@ -159,10 +159,10 @@ def test_evaluate_refuses_a_bad_flag_in_one_line(argv, expected, tmp_path, capsy
 def test_evaluate_with_a_task_file_evaluates_its_model_or_asks_for_one(tmp_path, capsys, monkeypatch):
     from trl_grpo_ext.commands import evaluate
 
-    def reached(args, task, common, model_name, rows, ks):
-        raise Reached(model_name)
+    def reached(args, task, common, model_names, rows, ks):
+        raise Reached(model_names[0])
 
-    monkeypatch.setattr(evaluate, "evaluate_model", reached)
+    monkeypatch.setattr(evaluate, "evaluate_models", reached)
     task_file = write_task(tmp_path, {"eval_split": "train"})
     with pytest.raises(Reached, match="model"):
         main(["evaluate", "--config", task_file])

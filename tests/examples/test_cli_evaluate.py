@@ -87,6 +87,30 @@ def test_prefilter_writes_exactly_the_rows_in_range_as_a_dataset_folder(tmp_path
     assert json.loads((tmp_path / "again" / "summary.json").read_text())["pass@1"]["mean"] == 1.0
 
 
+def test_save_completions_writes_every_completion_with_its_verdicts(tmp_path, tiny_model_dir, capsys):
+    rows = write_task(tmp_path, tiny_model_dir)
+    out = tmp_path / "out"
+    args = ["evaluate", "--config", str(tmp_path / "task.yaml"), "--num_samples", "2", "--greedy", "--no_progress"]
+    assert main([*args, "--save_completions", "--output_dir", str(out)]) == 0
+    assert f"Completions with their verdicts: {out / 'completions.jsonl'}" in capsys.readouterr().out
+    records = read_jsonl(out / "completions.jsonl")
+    assert [(r["index"], r["sample"]) for r in records] == [(i, s) for i in range(7) for s in (0, 1, "greedy")]
+    per_prompt = read_jsonl(out / "per_prompt.jsonl")
+    for record in records:
+        full_marks = rows[record["index"]]["answer"] == "yes"
+        assert isinstance(record["completion"], str) and record["correct"] == full_marks
+        assert record["verdicts"] == [
+            {"verifier": "reference_says_yes", "score": float(full_marks), "reason": "scored",
+             "extracted": record["completion"].strip() or None}
+        ]  # fmt: skip
+        if record["sample"] != "greedy":
+            assert per_prompt[record["index"]]["answers"][record["sample"]] == record["verdicts"][0]["extracted"]
+    assert "completions" not in per_prompt[0] and "samples" not in per_prompt[0]
+    assert main([*args, "--output_dir", str(tmp_path / "without")]) == 0
+    assert not (tmp_path / "without" / "completions.jsonl").exists()
+    assert "Add --save_completions to keep every completion" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     "extra, message",
     [

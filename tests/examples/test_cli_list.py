@@ -54,3 +54,28 @@ def test_list_kind_filters_one_section():
     out = run_cli("list", "--kind", "kl")
     assert out.startswith("KL estimators") and "Advantage estimators" not in out and "Verifiers" not in out
     assert listed_names(out) == list(list_kl_estimators())
+
+
+def test_list_with_a_task_file_shows_the_verifiers_its_imports_register(tmp_path):
+    module = tmp_path / "task_verifiers.py"
+    module.write_text(
+        "from trl_grpo_ext.verifiers import register_verifier\n\n\n"
+        '@register_verifier("listed_from_a_task_file")\n'
+        "def listed(completion, reference):\n"
+        '    """Full marks for an exact match."""\n'
+        "    return float(completion == reference)\n"
+    )
+    (tmp_path / "task.yaml").write_text(f"reward_verifiers: [listed_from_a_task_file]\nverifier_imports: [{module}]\n")
+    out = run_cli("list", "--kind", "verifier", "--config", str(tmp_path / "task.yaml"))
+    assert "  listed_from_a_task_file  Full marks for an exact match." in out.splitlines()
+    assert {"math", "code"} <= set(listed_names(out))
+    assert "listed_from_a_task_file" not in run_cli("list", "--kind", "verifier")
+
+
+def test_list_with_a_task_file_whose_import_fails_says_which(tmp_path, capsys):
+    from trl_grpo_ext.cli import main
+
+    (tmp_path / "broken.py").write_text("raise RuntimeError('no such grader')\n")
+    (tmp_path / "task.yaml").write_text(f"verifier_imports: [{tmp_path / 'broken.py'}]\n")
+    assert main(["list", "--config", str(tmp_path / "task.yaml")]) == 2
+    assert "importing failed with RuntimeError: no such grader; fix the module or the name." in capsys.readouterr().err

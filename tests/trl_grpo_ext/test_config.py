@@ -96,12 +96,19 @@ def test_kl_in_reward_with_std_scaled_advantage_warns(tmp_path):
             config(tmp_path, beta=0.1, kl_placement="reward", kl_estimator="k1", advantage_estimator=estimator)
 
 
-def test_k2_gradient_estimators_warn_about_importance_ratio(tmp_path):
+def test_k2_gradient_estimators_warn_about_importance_ratio_only_when_it_is_asked_for(tmp_path):
     with pytest.warns(UserWarning, match="use_bias_correction_kl=False"):
-        config(tmp_path, beta=0.1, kl_estimator="k2")
+        config(tmp_path, beta=0.1, kl_estimator="k2", use_bias_correction_kl=True)
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
-        config(tmp_path, beta=0.1, kl_estimator="k2", use_bias_correction_kl=False)
+        assert (
+            config(tmp_path, beta=0.1, kl_estimator="k2", use_bias_correction_kl=False).use_bias_correction_kl is False
+        )
+        for estimator in ("k2", "k1+", "k3+", "abs+", "low_var_kl+"):  # unset: the ratio is left out, silently
+            assert config(tmp_path, beta=0.1, kl_estimator=estimator).use_bias_correction_kl is False
+    for estimator in ("k3", "k1", "abs", "low_var_kl"):  # unset elsewhere: stock's default
+        assert config(tmp_path, beta=0.1, kl_estimator=estimator).use_bias_correction_kl is True
+    assert GRPOConfig(output_dir=str(tmp_path), use_cpu=True).use_bias_correction_kl is True  # what stock's is
 
 
 @pytest.mark.parametrize(

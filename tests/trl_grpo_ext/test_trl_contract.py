@@ -72,7 +72,7 @@ def test_the_installed_versions_are_the_supported_ones():
     [
         ({"trl": "1.17.0", "transformers": "5.24.0"}, "trl 1.17.0"),
         ({"trl": "1.15.2", "transformers": "5.24.0"}, "trl 1.15.2"),
-        ({"trl": "1.16.0", "transformers": "5.25.0"}, "transformers 5.25.0"),
+        ({"trl": "1.16.0", "transformers": "5.26.0"}, "transformers 5.26.0"),
         ({"trl": "1.16.0", "transformers": "4.57.0"}, "transformers 4.57.0"),
     ],
 )
@@ -82,7 +82,7 @@ def test_an_untested_version_fails_naming_the_supported_range(monkeypatch, versi
         compat.check_supported_versions(versions)
     message = str(error.value)
     assert named in message
-    assert "trl>=1.16.0,<1.17" in message and "transformers>=5.0,<5.25" in message
+    assert "trl>=1.16.0,<1.17" in message and "transformers>=5.0,<5.26" in message
     assert compat.ALLOW_UNTESTED_VARIABLE in message
 
 

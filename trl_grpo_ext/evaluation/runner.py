@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .core import EvalVerifier, PromptResult, Sampler, evaluate_prompts, summarize
+from .votes import COMPLETION
 
 
 def process_rank() -> tuple[int, int]:
@@ -61,37 +62,56 @@ def evaluate_dataset(
     show_progress: bool = True,
     prompt_column: str = "prompt",
     prompts_per_call: int = 1,
+    keep_completions: bool = False,
 ) -> tuple[list[PromptResult], dict]:
     """(per-prompt results in row order, summary), the same on every process. `prompts_per_call`: prompts sampled
-    in one generate call (`TransformersSampler.sample_many`)."""
+    in one generate call (`TransformersSampler.sample_many`); `keep_completions`: each result keeps its completions
+    with their verdicts (`core.score_prompt`)."""
     from tqdm.auto import tqdm
 
     rank, world_size = process_rank()
     mine = shard(len(rows), rank, world_size, prompts_per_call)
     with tqdm(total=len(mine), desc="evaluate", unit="prompt", disable=not show_progress or rank != 0) as bar:
         local = evaluate_prompts(
-            rows, mine, sampler, verifiers, num_samples, ks, greedy, prompt_column, bar.update, prompts_per_call
-        )
+            rows, mine, sampler, verifiers, num_samples, ks, greedy, prompt_column, bar.update, prompts_per_call,
+            keep_completions,
+        )  # fmt: skip
     results = gather_once(local, len(rows))
     return results, {**summarize(results, ks, seed), "processes": world_size}
 
 
 def write_results(output_dir: Path, results: Sequence[PromptResult], summary: dict) -> None:
-    """`per_prompt.jsonl` (one line per row, in row order) and `summary.json`."""
+    """`per_prompt.jsonl` (one line per row, in row order) and `summary.json`; `completions.jsonl` (one line per
+    completion: `index`, then `sample_records`'s fields) when the results kept their completions."""
     output_dir.mkdir(parents=True, exist_ok=True)
     with open(output_dir / "per_prompt.jsonl", "w") as file:
         for result in results:
             file.write(json.dumps(result.to_json()) + "\n")
+    if results and results[0].samples is not None:
+        with open(output_dir / "completions.jsonl", "w") as file:
+            for result in results:
+                for record in result.samples:
+                    file.write(json.dumps({"index": result.index, **record}) + "\n")
     (output_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
 
 
 def summary_table(summary: dict) -> str:
     """The summary as a Markdown table: metric, mean, 95% interval."""
     lines = ["| metric | mean | 95% interval |", "|---|---|---|"]
+    notes = ""
     for key, stat in summary.items():
-        if isinstance(stat, dict) and "mean" in stat and stat["mean"] is not None:
+        if isinstance(stat, dict) and "mean" in stat and stat.get("unavailable"):
+            lines.append(f"| {key} | unavailable | |")
+            notes = f"\nmaj@k unavailable: {stat['unavailable']}."
+        elif isinstance(stat, dict) and "mean" in stat and stat["mean"] is not None:
             interval = "n/a" if stat["ci95"] is None else f"[{stat['ci95'][0]:.4f}, {stat['ci95'][1]:.4f}]"
             lines.append(f"| {key} | {stat['mean']:.4f} | {interval} |")
+    by_completion = (summary.get("maj_votes") or {}).get(COMPLETION, 0)
+    if by_completion:
+        notes += (
+            f"\nmaj@k: on {by_completion} prompts the verifier extracted no answer, so the normalised completions "
+            "voted (docs/evaluation.md)."
+        )
     lines.append(
         f"\n{summary['n_prompts']} prompts x {summary['n_samples']} samples; {summary['interval']}; "
         f"{summary['unscored_samples']} samples without a verdict (counted as not correct)"
@@ -100,6 +120,7 @@ def summary_table(summary: dict) -> str:
             if summary.get("ungrouped_answer_pairs")
             else "."
         )
+        + notes
     )
     return "\n".join(lines)
 
