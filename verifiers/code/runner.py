@@ -15,6 +15,7 @@ import json
 import math
 import os
 import select
+import signal
 import socket
 import subprocess
 import sys
@@ -88,6 +89,25 @@ class JudgeProcess(ZygoteClient):
         finally:
             child_end.close()
         return proc, parent_end
+
+    def kill_child(self, pid: int | None) -> None:
+        """SIGKILL the judge child `pid`, if it is still a child of this judge's zygote."""
+        proc = self.proc
+        if pid is None or proc is None:
+            return
+        try:
+            handle = os.pidfd_open(pid)
+        except OSError:  # gone already
+            return
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as stat:
+                parent = int(stat.read().rpartition(b")")[2].split()[1])
+            if parent == proc.pid:  # read with the pidfd held: a pid reused before it is not signalled
+                signal.pidfd_send_signal(handle, signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            pass
+        finally:
+            os.close(handle)
 
     def submit(self, request_w: int, reply_r: int, job: dict) -> socket.socket:
         """Hand the candidate's pipes to a new judge child; returns the job socket to talk to it. The job's test goes
@@ -190,6 +210,8 @@ def run_function_tests(pool: SandboxPool, judge: JudgeProcess, code: str, job: d
         if stopped is not None:  # kill the candidate; the judge then fails the remaining tests quickly
             sandbox.finish()
             verdict = _verdict_after_kill(job_socket, reader)
+            if not verdict:  # still busy, on the candidate's values: its time is spent
+                judge.kill_child(clock.judge_pid)
     finally:
         if job_socket is not None:
             job_socket.close()
