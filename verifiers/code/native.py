@@ -25,7 +25,7 @@ import shutil
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..sandbox.pool import SandboxPool
@@ -181,31 +181,57 @@ def run_program(
     return run_in_sandbox(pool, message, limits.time_s, limits.memory_mb)
 
 
+CHECKER_FAILED_ON_OUTPUT = "checker_failed_on_output"
+REFERENCE_VERDICTS = 1 << 16  # cases whose reference verdict is kept (32-byte keys: a few MiB)
+
+
 @dataclass(frozen=True)
 class Checker:
-    """A row's checker, compiled: run as `checker input.txt output.txt answer.txt` in `pool` under `limits`."""
+    """A row's checker, compiled: run as `checker input.txt output.txt answer.txt` in `pool` under `limits`.
+    `reference_verdicts` keeps, per checker (`key`, its source's) and case, whether it accepts the expected answer as
+    the output: shared by the verifications of one verifier, `REFERENCE_VERDICTS` kept at most."""
 
     program: bytes
     pool: SandboxPool
     limits: CaseLimits
+    key: str = ""
+    reference_verdicts: dict = field(default_factory=dict, compare=False)
 
     def judge(self, stdin: str, output: str, expected: str) -> bool | Outcome:
-        """True (accepted), False (rejected), or an `unusable` Outcome: the checker failed, no verdict on the
-        candidate."""
+        """True (accepted), False (rejected), or an Outcome. A checker that fails on the candidate's output (testlib's
+        `_fail`, a crash, its time) is asked once per case to judge the expected answer against itself: where it
+        accepts that, the failure is the output's, the candidate's 0 (`checker_failed_on_output`); where it fails
+        there too, the row's (`unusable`, no verdict)."""
+        verdict = self._run(stdin, output, expected)
+        if not isinstance(verdict, str):
+            return verdict
+        case = f"{self.key}:{len(stdin)}:{stdin}{expected}"
+        key = hashlib.sha256(case.encode("utf-8", "surrogatepass")).digest()
+        if key not in self.reference_verdicts:
+            on_reference = self._run(stdin, expected, expected)
+            if isinstance(on_reference, Outcome):  # stalled: no verdict either way, and nothing learnt
+                return on_reference
+            if len(self.reference_verdicts) >= REFERENCE_VERDICTS:
+                self.reference_verdicts.clear()
+            self.reference_verdicts[key] = on_reference
+        if self.reference_verdicts[key] is True:
+            return Outcome(0, 1, f"{CHECKER_FAILED_ON_OUTPUT}: {verdict}")
+        return Outcome(unusable=f"checker: {verdict}, and it does not accept the expected answer either")
+
+    def _run(self, stdin: str, output: str, expected: str) -> bool | str | Outcome:
+        """True (exit 0), False (1 or 2), a stalled Outcome, or how the checker failed (a phrase)."""
         files = {"input.txt": stdin, "output.txt": output, "answer.txt": expected}
         argv = ["checker", "input.txt", "output.txt", "answer.txt"]
         run = run_program(self.pool, self.program, "", self.limits, files, argv)
         if run.stopped == "stalled":
             return Outcome(stalled=run.clock.describe())
         if run.stopped is not None:
-            return Outcome(unusable=f"checker: {run.stopped} (its limit: {self.limits.time_s:g} s)")
+            return f"{run.stopped} (its limit: {self.limits.time_s:g} s)"
         if run.status in CHECKER_ACCEPTS:
             return True
         if run.status in CHECKER_REJECTS:
             return False
-        return Outcome(
-            unusable=f"checker: exit status {run.status} (0 accepts, 1 or 2 rejects; 3 is testlib's own failure)"
-        )
+        return f"exit status {run.status} (0 accepts, 1 or 2 rejects; 3 is testlib's own failure)"
 
 
 def judge_case(

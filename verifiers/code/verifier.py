@@ -256,6 +256,7 @@ class CodeVerifier(Verifier):
             processes=int(max_processes), tmp_mb=128,
         )  # fmt: skip
         self.programs = ProgramCache()
+        self._reference_verdicts: dict = {}  # whether each row's checker accepts a case's answer against itself
         self._side_pools: dict[str, SandboxPool] = {}  # "compile" and "checker", each started on first use
         self.partial_credit = partial_credit
         self.float_tolerance = float_tolerance
@@ -393,7 +394,8 @@ class CodeVerifier(Verifier):
         if built.program is None:
             return Outcome(unusable=f"checker: does not compile: {built.error}")
         own = CaseLimits(self.checker_limits.time_s, self.checker_limits.memory_mb)
-        return Checker(built.program, self._side_pool("checker"), own)
+        key = ProgramCache.key(source, self.cpp_flags, self.checker_headers)
+        return Checker(built.program, self._side_pool("checker"), own, key, self._reference_verdicts)
 
     def _run_cpp(self, tests: list, code: str) -> Outcome:
         """A C++ program on stdio cases: compiled once (cached by its hash), then run per case in a fresh sandbox

@@ -29,7 +29,7 @@ PYTHON_VFORK = (
 )
 CPP_VFORK = (
     "#include <cstdio>\n#include <unistd.h>\nint main() {\n"
-    "  if (vfork() == 0) { sleep(100); _exit(0); }\n  puts(\"3\");\n}\n"
+    '  if (vfork() == 0) { sleep(100); _exit(0); }\n  puts("3");\n}\n'
 )
 ADD_ROW = [{"input": "1 2\n", "output": "3\n"}]
 
