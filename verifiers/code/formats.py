@@ -31,7 +31,8 @@ FUNCTION_NAME_KEYS = ("fn_name", "func_name")
 
 class StdioCases(list):
     """Stdin/stdout cases, [(input, output), ...], with the row's own rules in `options`: `time_limit` (seconds per
-    case, for compiled programs), `memory_limit` (MiB), `checker` (a C++ source, testlib's contract)."""
+    case, for compiled programs), `memory_limit` (MiB), `checker` (a C++ source, testlib's contract), `tokens` (True:
+    outputs compared token by token, whatever the program's language)."""
 
     options: dict
 
@@ -44,9 +45,11 @@ STDIO_CASE_KEYS = ("tests", "official_tests", "test_cases")
 STDIO_OPTION_KEYS = ("time_limit", "memory_limit", "checker")
 
 
-def _stdio_options(row: dict) -> dict:
-    """A row's time limit (seconds), memory limit (MiB) and checker (C++ source), checked; absent ones left out."""
-    options = {}
+def _stdio_options(row: dict, tokens: bool) -> dict:
+    """A row's time limit (seconds), memory limit (MiB) and checker (C++ source), checked; absent ones left out.
+    `tokens`: the row is of a Codeforces shape (CodeContests' `input`/`output` lists, `tests`, `official_tests`,
+    `test_cases`), whose outputs any program's are compared with as testlib's `wcmp` compares (code/outputs.py)."""
+    options = {"tokens": True} if tokens else {}
     for key in ("time_limit", "memory_limit"):
         value = row.get(key)
         if value is None:
@@ -90,11 +93,12 @@ def parse_reference(reference: Any) -> tuple[str, Any]:
             if isinstance(inputs, list) and isinstance(outputs, list) and len(inputs) == len(outputs) and inputs:
                 if name is not None:
                     return "functions", _call_cases(name, inputs, outputs)
-                return "stdio", StdioCases([_case(i, o) for i, o in zip(inputs, outputs)], _stdio_options(reference))
+                cases = [_case(i, o) for i, o in zip(inputs, outputs)]
+                return "stdio", StdioCases(cases, _stdio_options(reference, tokens=not plural))
         cases = next((reference[k] for k in STDIO_CASE_KEYS if isinstance(reference.get(k), list)), None)
         if name is None and cases and all(isinstance(t, dict) for t in cases):  # {"tests": [...], "time_limit": ...}
             stdio = [_case(t.get("input"), t.get("output")) for t in cases]
-            return "stdio", StdioCases(stdio, _stdio_options(reference))
+            return "stdio", StdioCases(stdio, _stdio_options(reference, tokens=True))
         if isinstance(reference.get("test"), str):
             entry = reference.get("entry_point")
             entry = entry if isinstance(entry, str) else None

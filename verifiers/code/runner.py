@@ -12,7 +12,6 @@ without a verdict before the deadline, is a failure of the verifier: `SandboxErr
 from __future__ import annotations
 
 import json
-import math
 import os
 import select
 import signal
@@ -22,14 +21,12 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
-from itertools import compress
-from operator import ne
 
 from ..core.zygote_client import ZygoteClient
 from ..sandbox import stages
 from ..sandbox.pool import SandboxError, SandboxPool
 from .clock import CandidateClock
+from .outputs import outputs_match
 from .standalone import SCRIPT_FLAGS, STANDALONE_DIR
 from .standalone.protocol import MAX_TEST_NOTE_BYTES, TEST_KEY_FIELDS, LineReader, ProtocolError, write_message
 
@@ -229,103 +226,6 @@ def run_function_tests(pool: SandboxPool, judge: JudgeProcess, code: str, job: d
     total = verdict.get("total") if type(verdict.get("total")) is int else None
     failures = verdict.get("failures") if type(verdict.get("failures")) is list else []
     return Outcome(passed, total, None if error is None else str(error)[:MAX_REASON_CHARS], failures=failures[:5])
-
-
-def normalize_output(text: str) -> list[str]:
-    """Lines without trailing spaces, trailing blank lines dropped: what competitive-programming judges compare. (The
-    text's trailing whitespace is those blank lines and the last line's spaces; C-level passes: linear, and quick on
-    the 8 MiB a candidate may print.)"""
-    text = text.rstrip()
-    return list(map(str.rstrip, text.split("\n"))) if text else []
-
-
-def outputs_match(actual: str, expected: str, float_tolerance: float | None = None, tokens: bool = False) -> bool:
-    """Whether a program's stdout answers a case: the lines of `normalize_output` are equal.
-
-    With `float_tolerance`, lines are compared token by token (whitespace-separated), and a token written as a
-    decimal number (with a point or an exponent) equals an expected decimal token when both are finite numbers with
-    |got - want| <= float_tolerance * max(1, |want|): the absolute-or-relative error check of judges for problems
-    whose answers are real numbers. An expected integer token stays exact: only the same number, however written
-    (`1000000.0`, `1e6`), equals `1000000`; `1000001`, `1.234568e11` for `123456789012` and `1e-7` for `0` do not.
-
-    With `tokens`, the whitespace-separated tokens of the whole output are compared and line breaks do not count, as
-    testlib's default checker (`wcmp`, Codeforces and Polygon) compares: `1 2 3` answers `1\n2\n3`.
-
-    The candidate's output is read in the trainer's process: every step is linear in its length, and only the tokens
-    that differ from the expected ones as text are read as numbers (number_kind, no regular expression).
-    """
-    if tokens:
-        got_flat, want_flat = actual.split(), expected.split()
-    else:
-        got, want = normalize_output(actual), normalize_output(expected)
-        if got == want:
-            return True
-        if float_tolerance is None or len(got) != len(want):
-            return False
-        if list(map(len, map(str.split, got))) != list(map(len, map(str.split, want))):  # tokens per line
-            return False
-        got_flat, want_flat = " ".join(got).split(), " ".join(want).split()
-    if got_flat == want_flat:
-        return True
-    if float_tolerance is None or len(got_flat) != len(want_flat):
-        return False
-    differing = compress(zip(got_flat, want_flat), map(ne, got_flat, want_flat))
-    return all(_numbers_match(a, b, float_tolerance) for a, b in differing)
-
-
-# A number as a checker reads one: optional sign, digits with at most one point, optional exponent (digits: Unicode
-# decimal digits, as the `\d` of a regular expression). Not `nan`, `inf`, `1_000` or `0x10`, which Python's float()
-# accepts and a judge's checker does not. Read with str methods, in time linear in the token: the candidate's tokens
-# are read in the trainer's process, where a backtracking regular expression took time quadratic in a token's length
-# (`[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?` spent 3.4 s on 16,000 digits and an `x`).
-INTEGER, DECIMAL = "integer", "decimal"
-
-
-def number_kind(token: str) -> str | None:
-    """INTEGER (`-12`), DECIMAL (`1.5`, `1.`, `.5`, `1e6`, `-2.5E-3`) or None (not a number a checker reads)."""
-    body = token[1:] if token[:1] in ("+", "-") else token
-    if body.isdecimal():
-        return INTEGER
-    cut = body.find("e")
-    if cut < 0:
-        cut = body.find("E")  # a token with both letters fails either way: the other one is left in a part
-    if cut >= 0:
-        exponent = body[cut + 1 :]
-        if not (exponent[1:] if exponent[:1] in ("+", "-") else exponent).isdecimal():  # also an empty exponent
-            return None
-        body = body[:cut]
-    whole, point, fraction = body.partition(".")
-    if not point:
-        return DECIMAL if cut >= 0 and whole.isdecimal() else None
-    if (whole.isdecimal() or not whole) and (fraction.isdecimal() or not fraction) and (whole or fraction):
-        return DECIMAL
-    return None
-
-
-_NUMBER_CHARS = "0123456789.eE+-"
-
-
-def _numbers_match(got: str, want: str, tolerance: float) -> bool:
-    """Two different tokens that are both numbers: an integer expected token needs the same number exactly, written
-    as a decimal (`1e6` and `1000000.0` are 1000000; `1.234568e11` is not 123456789012, nor `1e-7` 0); an expected
-    decimal token accepts a number within the tolerance. Linear in the tokens' length (str methods, Decimal, float).
-    A token of ASCII number characters only is read by float() alone, which accepts exactly the ones number_kind
-    accepts (`test_output_match.py` checks it): the common case costs no more than the two conversions."""
-    if got.lstrip(_NUMBER_CHARS) or want.lstrip(_NUMBER_CHARS):  # another character: `nan`, `1_0`, a Unicode digit
-        if number_kind(got) is None or number_kind(want) is None:
-            return False
-    try:
-        x, y = float(got), float(want)
-    except ValueError:  # `1e`, `+`, `1.2.3`
-        return False
-    if "." not in want and "e" not in want and "E" not in want:  # an integer: two of them that differ as text differ
-        if "." not in got and "e" not in got and "E" not in got:  # (`05`, `+5`, `-0`)
-            return False
-        try:
-            return Decimal(got) == Decimal(want)  # exact, whatever the exponent: no float rounding
-        except InvalidOperation:  # an exponent beyond what a Decimal holds: no integer
-            return False
-    return math.isfinite(x) and math.isfinite(y) and abs(x - y) <= tolerance * max(1.0, abs(y))
 
 
 @dataclass

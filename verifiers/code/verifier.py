@@ -354,10 +354,11 @@ class CodeVerifier(Verifier):
         checker = self._checker(tests)
         if isinstance(checker, Outcome):
             return checker
+        tokens = getattr(tests, "options", {}).get("tokens", False)  # a Codeforces row: as its C++ answers are
 
         def run_case(stdin: str, expected: str) -> Outcome:
             run = run_in_sandbox(self._pool, {"mode": "script", "code": code, "stdin": stdin})
-            return judge_case(run, stdin, expected, self.float_tolerance, checker)
+            return judge_case(run, stdin, expected, self.float_tolerance, checker, tokens=tokens)
 
         return self._each_case(tests, run_case)
 
