@@ -11,6 +11,7 @@ without a verdict before the deadline, is a failure of the verifier: `SandboxErr
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import select
@@ -21,6 +22,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import BinaryIO
 
 from ..core.zygote_client import ZygoteClient
 from ..sandbox import stages
@@ -240,11 +242,20 @@ class SandboxRun:
 
 
 def run_in_sandbox(
-    pool: SandboxPool, message: dict, budget_s: float | None = None, memory_mb: int | None = None
+    pool: SandboxPool,
+    message: dict,
+    budget_s: float | None = None,
+    memory_mb: int | None = None,
+    program: str | None = None,
+    sink: BinaryIO | None = None,
+    output_bytes: int | None = None,
 ) -> SandboxRun:
     """Send `message` (the only one: a script, a compile, a native program) to a fresh sandbox of `pool`, then read
     its stdout and wait for its end, on the candidate's clock (`budget_s`, else the pool's `time_s`). `memory_mb`
-    below the pool's bounds the whole candidate's cgroup (with its /tmp, as the pool's), where it has one."""
+    below the pool's bounds the whole candidate's cgroup (with its /tmp, as the pool's), where it has one. `program`:
+    a file whose bytes (after its first `PROGRAM_HEADER_BYTES`) go in the message's "program" field, in base64,
+    streamed; `sink`: a file that gets the stdout (the run's `output` is then empty). Neither is held in memory.
+    `output_bytes`: the most it may print (else the pool's bound)."""
     sandbox = pool.acquire(refill=False)
     try:
         if memory_mb is not None and memory_mb < pool.limits.memory_mb and sandbox.cgroup is not None:
@@ -252,18 +263,46 @@ def run_in_sandbox(
                 sandbox.cgroup.bound_memory((memory_mb + pool.limits.tmp_mb) << 20)
             except OSError as exc:
                 raise SandboxError(f"cannot bound the candidate's cgroup at {memory_mb} MiB: {exc}") from None
-        sandbox.send(message)
+        if program is None:
+            sandbox.send(message)
+        else:
+            write_with_program(sandbox.request_w, message, program)
         sandbox.close_request()
         pool.refill()  # while the candidate runs
         clock = CandidateClock(sandbox.cgroup, pool.limits.time_s if budget_s is None else budget_s, judged=False)
         _check_setup(sandbox, time.monotonic() + clock.backstop_s)
-        output, stopped = sandbox.read_stdout(clock)
+        output, stopped = sandbox.read_stdout(clock, sink, output_bytes)
         status = None
         while stopped is None and (status := sandbox.wait(time.monotonic() + clock.wait_s())) is None:
             stopped = clock.expired()
     finally:
         sandbox.finish()
     return SandboxRun(output, stopped, status, clock)
+
+
+# A compiled program's file starts with the compile sandbox's `OK\n` (code/programs.py keeps its stdout as it is).
+PROGRAM_HEADER_BYTES = 3
+STREAMED_BYTES = 3 << 20  # a multiple of 3: each piece's base64 ends without padding
+
+
+def write_with_program(fd: int, message: dict, program: str) -> None:
+    """`message` as one JSON line, its "program" field the base64 of the file `program` (from its
+    `PROGRAM_HEADER_BYTES`th byte), written a piece at a time."""
+    head = json.dumps({**message, "program": ""})
+    if not head.endswith('""}'):
+        raise ValueError("the program field must be the message's last")
+    with open(program, "rb") as file:
+        file.seek(PROGRAM_HEADER_BYTES)
+        _write_all(fd, head[:-2].encode())
+        while piece := file.read(STREAMED_BYTES):
+            _write_all(fd, base64.b64encode(piece))
+    _write_all(fd, b'"}\n')
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def compare_output(actual: str, expected: str, float_tolerance: float | None, tokens: bool = False) -> bool | Outcome:

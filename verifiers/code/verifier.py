@@ -48,16 +48,14 @@ from .native import (
     CPP_LANGUAGES,
     DEFAULT_CPP_FLAGS,
     LANGUAGES,
-    MAX_PROGRAM_BYTES,
     CaseLimits,
     Checker,
-    Compiled,
-    ProgramCache,
     compiler_missing,
     judge_case,
     read_checker_headers,
     run_program,
 )
+from .programs import MAX_PROGRAM_BYTES, Compiled, ProgramCache
 from .runner import JUDGE_ERROR, JudgeError, JudgeProcess, Outcome, run_function_tests, run_in_sandbox
 
 logger = logging.getLogger("trl_grpo_ext.verifiers")
@@ -497,6 +495,7 @@ class CodeVerifier(Verifier):
         for pool in self._side_pools.values():
             pool.close()
         self._side_pools = {}
+        self.programs.close()
         if self._pool is not None:
             self._pool.close()
             self._judge.close()
