@@ -20,8 +20,9 @@ CPU was there and the candidate did not use it: `timeout`, score 0. Without a cg
 name) the deadline is the wall clock, as the only clock left.
 
 The judge's work on the candidate's values (a test's `set(result)` of integers that share one hash) is charged too:
-the judge child's CPU time beyond `timeout_s` counts as the candidate's (the test's own work within `timeout_s` is
-free), so a value that makes the judge compute ends in `timeout`, and the judge is then killed.
+the judge child's CPU time beyond `JUDGE_FREE_FACTOR` x `timeout_s` counts as the candidate's (free: the test's own
+work, and the decoding of the candidate's replies, which the judge bounds at `timeout_s` itself), so a value that
+makes the judge compute ends in `timeout`, and the judge is then killed.
 
 Transport is charged to nobody: each request the judge makes (a call, an attribute, a batch of a generator's items)
 costs the candidate's harness a wake-up, a read, a decode, an encode and a write, whatever the candidate computes.
@@ -51,6 +52,8 @@ CALL_ALLOWANCE_S = 12e-6
 # the candidate's cgroup (or one above it) was throttled by a quota for at least this share of it.
 SATURATED_IDLE = 0.10
 SATURATED_THROTTLED = 0.5
+# The judge child's CPU time on one job that is not charged to the candidate, in units of its `timeout_s`.
+JUDGE_FREE_FACTOR = 2.0
 
 
 class CandidateClock:
@@ -114,14 +117,15 @@ class CandidateClock:
         return None
 
     def judge_excess_s(self) -> float:
-        """The judge child's CPU time on this job beyond `budget_s`: its work on the candidate's values."""
+        """The judge child's CPU time on this job beyond `JUDGE_FREE_FACTOR` x `budget_s`: its work on the
+        candidate's values."""
         if not self.judged or self.judge_pid is None:
             return 0.0
         if (used := _process_cpu_s(self.judge_pid)) is not None:
             if self.judge_cpu_at_start is None:
                 self.judge_cpu_at_start = used
             self.judge_cpu_s = used - self.judge_cpu_at_start
-        return max(0.0, self.judge_cpu_s - self.budget_s)
+        return max(0.0, self.judge_cpu_s - JUDGE_FREE_FACTOR * self.budget_s)
 
     def _busy(self) -> bool:
         if self.cgroup.runnable():
