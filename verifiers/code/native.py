@@ -85,13 +85,19 @@ class CaseLimits:
 
 
 def run_program(
-    pool: SandboxPool, program: str, stdin: str, limits: CaseLimits, files: dict | None = None, argv=None
+    pool: SandboxPool,
+    program: str,
+    stdin: str,
+    limits: CaseLimits,
+    files: dict | None = None,
+    argv=None,
+    output_bytes: int | None = None,
 ) -> SandboxRun:
     """Run a compiled program (its file, `Compiled.program`) in a fresh sandbox of `pool`, on its own clock of
-    `limits.time_s`."""
+    `limits.time_s`, printing at most `output_bytes` (else the pool's bound)."""
     message = {"mode": "native", "stdin": stdin, "rlimits": limits.rlimits(), "files": files or {}}
     message["argv"] = argv or ["main"]
-    return run_in_sandbox(pool, message, limits.time_s, limits.memory_mb, program=program)
+    return run_in_sandbox(pool, message, limits.time_s, limits.memory_mb, program=program, output_bytes=output_bytes)
 
 
 CHECKER_FAILED_ON_OUTPUT = "checker_failed_on_output"

@@ -121,10 +121,17 @@ def extract_code(completion: str) -> str:
     return completion
 
 
+_CPP_MAIN = re.compile(r"\bmain\s*\(")
+_CPP_LINES = ("#include", "using namespace", "template <", "template<")
+
+
 def looks_like_cpp(code: str) -> bool:
-    """Untagged code that is a C++ program: a line that starts with `#include` and a `main(` (in Python, `#include`
-    is a comment, and a program of one comment and `int main(` does not parse)."""
-    return "main(" in code and any(line.lstrip().startswith("#include") for line in code.splitlines())
+    """Untagged code that is a C++ program: a line that starts with `#include`, `using namespace` or `template`, and a
+    `main` followed by `(` (whitespace and line breaks between them allowed: `int\nmain (void)`). In Python
+    `#include` is a comment, and the other lines with a call of `main` do not parse."""
+    return _CPP_MAIN.search(code) is not None and any(
+        line.lstrip().startswith(_CPP_LINES) for line in code.splitlines()
+    )
 
 
 def extract_program(completion: str, language: str = "auto") -> tuple[str, str]:
@@ -352,10 +359,13 @@ class CodeVerifier(Verifier):
         checker = self._checker(tests)
         if isinstance(checker, Outcome):
             return checker
-        tokens = getattr(tests, "options", {}).get("tokens", False)  # a Codeforces row: as its C++ answers are
+        options = getattr(tests, "options", {})
+        tokens = options.get("tokens", False)  # a Codeforces row: as its C++ answers are
+        output_bytes = self._output_bytes(options)
 
         def run_case(stdin: str, expected: str) -> Outcome:
-            run = run_in_sandbox(self._pool, {"mode": "script", "code": code, "stdin": stdin})
+            message = {"mode": "script", "code": code, "stdin": stdin}
+            run = run_in_sandbox(self._pool, message, output_bytes=output_bytes)
             return judge_case(run, stdin, expected, self.float_tolerance, checker, tokens=tokens)
 
         return self._each_case(tests, run_case)
@@ -375,8 +385,25 @@ class CodeVerifier(Verifier):
                 break  # one failure decides a binary reward
         return Outcome(passed, total, first_error, failures=failures[:5])
 
-    def _compiled(self, source: str) -> Compiled | Outcome:
-        return self.programs.get(self._side_pool("compile"), source, self.cpp_flags)
+    @staticmethod
+    def _output_bytes(options: dict) -> int | None:
+        """The row's `output_limit` (MiB) in bytes; None: the verifier's `max_output_bytes`."""
+        return int(options["output_limit"] * (1 << 20)) if "output_limit" in options else None
+
+    def _compiled(self, source: str, flags: tuple[str, ...] | None = None) -> Compiled | Outcome:
+        return self.programs.get(self._side_pool("compile"), source, flags or self.cpp_flags)
+
+    def _row_flags(self, options: dict) -> tuple[str, ...] | Outcome:
+        """`cpp_flags` with the row's `cpp_standard` in place of their `-std=`; an unusable Outcome where this g++
+        does not compile an empty program with it (checked once per standard: the probe is cached)."""
+        standard = options.get("cpp_standard")
+        if standard is None:
+            return self.cpp_flags
+        flags = (*(flag for flag in self.cpp_flags if not flag.startswith("-std=")), f"-std={standard}")
+        probe = self._compiled("int main() {}\n", flags)
+        if isinstance(probe, Outcome) or probe.program is not None:
+            return probe if isinstance(probe, Outcome) else flags
+        return Outcome(unusable=f"cpp_standard {standard!r}: this g++ does not compile with it: {probe.error}")
 
     def _checker(self, tests: list) -> Checker | Outcome | None:
         """The row's checker, compiled with `checker_headers` (cached like any program) and run with the checker
@@ -401,7 +428,10 @@ class CodeVerifier(Verifier):
         under the row's time limit (else `timeout_s`) and memory limit (at most `memory_mb`); a checker, when the
         row has one, decides each case."""
         options = getattr(tests, "options", {})
-        compiled = self._compiled(code)
+        flags = self._row_flags(options)
+        if isinstance(flags, Outcome):
+            return flags
+        compiled = self._compiled(code, flags)
         if isinstance(compiled, Outcome):  # the machine stalled the compile: no verdict
             return compiled
         if compiled.program is None:
@@ -413,9 +443,10 @@ class CodeVerifier(Verifier):
             options.get("time_limit", self.limits.time_s),
             int(min(options.get("memory_limit", self.limits.memory_mb), self.limits.memory_mb)),
         )
+        output_bytes = self._output_bytes(options)
 
         def run_case(stdin: str, expected: str) -> Outcome:
-            run = run_program(self._pool, compiled.program, stdin, limits)
+            run = run_program(self._pool, compiled.program, stdin, limits, output_bytes=output_bytes)
             # As Codeforces judges C++ by default (testlib's wcmp): tokens, line breaks ignored.
             return judge_case(run, stdin, expected, self.float_tolerance, checker, tokens=True)
 
