@@ -147,30 +147,33 @@ class MachineReading:
     def __init__(self, cgroup: CandidateGroup):
         self.cgroup = cgroup
         self.start = time.monotonic()
-        self.idle, self.total = _host_cpu()
+        self.host = _host_cpu()
         self.throttled_s = _throttled_s(cgroup)
 
     def saturation(self) -> str | None:
-        """How the machine was saturated since the start (a phrase), or None when it had CPU to spare."""
-        idle, total = _host_cpu()
+        """How the machine was saturated since the start (a phrase), or None when it had CPU to spare or could not
+        be read (a saturation is measured, never assumed)."""
+        host = _host_cpu()
         elapsed = max(time.monotonic() - self.start, 1e-9)
         throttled = _throttled_s(self.cgroup) - self.throttled_s
-        idle_share = (idle - self.idle) / max(total - self.total, 1)
         if throttled >= SATURATED_THROTTLED * elapsed:
             return f"a CPU quota held its cgroup off the CPU {throttled:.1f} s of {elapsed:.1f} s"
-        if idle_share < SATURATED_IDLE:
-            return f"the machine's CPUs were {idle_share:.0%} idle over {elapsed:.1f} s"
+        if host is not None and self.host is not None and host[1] > self.host[1]:
+            idle_share = (host[0] - self.host[0]) / (host[1] - self.host[1])
+            if idle_share < SATURATED_IDLE:
+                return f"the machine's CPUs were {idle_share:.0%} idle over {elapsed:.1f} s"
         return None
 
 
-def _host_cpu() -> tuple[int, int]:
-    """(idle, total) ticks of all the machine's CPUs (`/proc/stat`: idle and iowait are idle; steal is busy)."""
+def _host_cpu() -> tuple[int, int] | None:
+    """(idle, total) ticks of all the machine's CPUs (`/proc/stat`: idle and iowait are idle; steal is busy); None
+    where it cannot be read."""
     try:
         with open("/proc/stat") as stat:
             fields = [int(v) for v in stat.readline().split()[1:9]]
     except (OSError, ValueError):
-        return 0, 0
-    return fields[3] + fields[4], sum(fields)
+        return None
+    return (fields[3] + fields[4], sum(fields)) if len(fields) == 8 else None
 
 
 def _throttled_s(cgroup: CandidateGroup) -> float:

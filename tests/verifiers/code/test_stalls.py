@@ -114,8 +114,9 @@ def readings(monkeypatch, host, throttled):
         (((100, 1000), (600, 2000)), (0.0, 0.0), False),  # half idle: the CPU was there
         (((100, 1000), (600, 2000)), (0.0, 1e6), True),  # a quota held the cgroup off the CPU
         (((100, 1000), (600, 2000)), (5.0, 5.0), False),  # throttled before, not over the interval
+        ((None, None), (0.0, 0.0), False),  # /proc/stat unreadable: nothing measured, nothing blamed on the machine
     ],
-    ids=["busy_cpus", "idle_cpus", "throttled", "throttled_before"],
+    ids=["busy_cpus", "idle_cpus", "throttled", "throttled_before", "unmeasured"],
 )
 def test_the_backstop_measures_the_machine(monkeypatch, host, throttled, saturated):
     reading = readings(monkeypatch, host, throttled)
