@@ -9,7 +9,8 @@
       "metadata": {"func_name": "f"}}, ...]                                  name in each case's metadata
     [{"input": ..., "output": ...}] / {"inputs": [...], "outputs": [...]}  stdio (a Python or C++ program)
     {"input": [...], "output": [...]} (CodeContests) / {"tests": [{"input", "output"}, ...]}  stdio, and a dict may add
-      "time_limit" (seconds), "memory_limit" (MiB) and "checker" (C++ source, testlib's contract): `StdioCases.options`
+      "time_limit" (seconds), "memory_limit" (MiB), "output_limit" (MiB), "checker" (C++ source, testlib's
+      contract) and "cpp_standard" ("c++20"): `StdioCases.options`
     any of these dicts or lists as the JSON string datasets store (APPS `input_output`, LiveCodeBench
     `public_test_cases`)
 
@@ -31,7 +32,9 @@ FUNCTION_NAME_KEYS = ("fn_name", "func_name")
 
 class StdioCases(list):
     """Stdin/stdout cases, [(input, output), ...], with the row's own rules in `options`: `time_limit` (seconds per
-    case, for compiled programs), `memory_limit` (MiB), `checker` (a C++ source, testlib's contract)."""
+    case, for compiled programs), `memory_limit` (MiB), `output_limit` (MiB a program may print), `checker` (a C++
+    source, testlib's contract), `cpp_standard` (g++'s `-std=` for C++ programs, e.g. "c++20"), `tokens` (True:
+    outputs compared token by token, whatever the program's language)."""
 
     options: dict
 
@@ -41,19 +44,33 @@ class StdioCases(list):
 
 
 STDIO_CASE_KEYS = ("tests", "official_tests", "test_cases")
-STDIO_OPTION_KEYS = ("time_limit", "memory_limit", "checker")
+STDIO_OPTION_KEYS = ("time_limit", "memory_limit", "output_limit", "checker", "cpp_standard")
+# The C++ standards a row may name (g++'s -std= values); whether this g++ supports one is checked when it compiles.
+CPP_STANDARDS = tuple(f"{dialect}++{year}" for dialect in ("c", "gnu") for year in ("11", "14", "17", "20", "23"))
+MAX_OUTPUT_LIMIT_MB = 64  # the most a row may let a program print: the trainer reads it
 
 
-def _stdio_options(row: dict) -> dict:
-    """A row's time limit (seconds), memory limit (MiB) and checker (C++ source), checked; absent ones left out."""
-    options = {}
-    for key in ("time_limit", "memory_limit"):
+def _stdio_options(row: dict, tokens: bool) -> dict:
+    """A row's time limit (seconds), memory limit (MiB) and checker (C++ source), checked; absent ones left out.
+    `tokens`: the row is of a Codeforces shape (CodeContests' `input`/`output` lists, `tests`, `official_tests`,
+    `test_cases`), whose outputs any program's are compared with as testlib's `wcmp` compares (code/outputs.py)."""
+    options = {"tokens": True} if tokens else {}
+    for key, most in (("time_limit", 1e6), ("memory_limit", 1e6), ("output_limit", MAX_OUTPUT_LIMIT_MB)):
         value = row.get(key)
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < 1e6:
-            raise ValueError(f"a stdio row's {key} must be a positive number, got {value!r:.{QUOTED_CHARS}}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= most:
+            raise ValueError(
+                f"a stdio row's {key} must be a positive number (at most {most:g}), got {value!r:.{QUOTED_CHARS}}"
+            )
         options[key] = float(value)
+    standard = row.get("cpp_standard")
+    if standard is not None:
+        if not isinstance(standard, str) or standard.lower() not in CPP_STANDARDS:
+            raise ValueError(
+                f"a stdio row's cpp_standard must be one of {', '.join(CPP_STANDARDS)}, got {standard!r:.{QUOTED_CHARS}}"
+            )
+        options["cpp_standard"] = standard.lower()
     checker = row.get("checker")
     if checker is not None:
         if not _text(checker) or not checker.strip():
@@ -90,11 +107,12 @@ def parse_reference(reference: Any) -> tuple[str, Any]:
             if isinstance(inputs, list) and isinstance(outputs, list) and len(inputs) == len(outputs) and inputs:
                 if name is not None:
                     return "functions", _call_cases(name, inputs, outputs)
-                return "stdio", StdioCases([_case(i, o) for i, o in zip(inputs, outputs)], _stdio_options(reference))
+                cases = [_case(i, o) for i, o in zip(inputs, outputs)]
+                return "stdio", StdioCases(cases, _stdio_options(reference, tokens=not plural))
         cases = next((reference[k] for k in STDIO_CASE_KEYS if isinstance(reference.get(k), list)), None)
         if name is None and cases and all(isinstance(t, dict) for t in cases):  # {"tests": [...], "time_limit": ...}
             stdio = [_case(t.get("input"), t.get("output")) for t in cases]
-            return "stdio", StdioCases(stdio, _stdio_options(reference))
+            return "stdio", StdioCases(stdio, _stdio_options(reference, tokens=True))
         if isinstance(reference.get("test"), str):
             entry = reference.get("entry_point")
             entry = entry if isinstance(entry, str) else None

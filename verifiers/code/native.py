@@ -2,8 +2,8 @@
 
 A C++ source is compiled in a sandbox of its own (a second pool, with the compile limits: CPU time, memory), by the
 system's `g++` with fixed flags; the harness sends the program back on its stdout (code/standalone/harness.py,
-mode "compile"), and the verifier keeps it by the hash of the source and the flags (`ProgramCache`). Each stdio
-case then runs in a fresh sandbox of the candidate's pool: the harness writes the program to a memory file, applies
+mode "compile"), and the verifier keeps it on disk by the hash of the source and the flags (code/programs.py,
+`ProgramCache`). Each stdio case then runs in a fresh sandbox of the candidate's pool: the harness writes the program to a memory file, applies
 the limits (rlimits with the case's CPU time and memory, the uid drop, the seccomp allowlist) and execs it in its own
 place (mode "native"), so the program is the sandboxed process itself, in its cgroup, on the candidate's clock. Its
 stdout is compared here, as a Python program's is (`outputs_match`), or by the row's checker: a program of the
@@ -17,31 +17,21 @@ and a /tmp of its own; the expected answers reach only the checker's sandbox, ne
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import math
 import os
 import shutil
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..sandbox.pool import SandboxPool
+from .programs import COMPILER
 from .runner import Outcome, SandboxRun, compare_output, run_in_sandbox, stdio_outcome
 
 CPP_LANGUAGES = ("cpp", "c++", "cc", "cxx")
 LANGUAGES = ("auto", "python", "cpp")
-COMPILER = "g++"
 DEFAULT_CPP_FLAGS = ("-O2", "-std=c++17")
-# Always there: the source and program names the harness uses, no colours, no temporary files (-pipe), C++ whatever
-# the flags say.
-FIXED_COMPILE_ARGS = ("-pipe", "-fdiagnostics-color=never", "-o", "prog", "-x", "c++", "main.cpp")
-COMPILE_ERROR_LINES = 5  # how many of the compiler's lines a `compile_error` reason quotes
-COMPILE_ERROR_CHARS = 600
-MAX_PROGRAM_BYTES = 64 << 20  # a program with large initialised arrays; its pool's output bound
-CACHED_PROGRAMS = 512
 # testlib's exit codes: _ok, _wa, _pe accept or reject; _fail (3) and anything else is the checker's own failure.
 CHECKER_ACCEPTS, CHECKER_REJECTS = (0,), (1, 2)
 COMPILE_ERROR, MISSING_COMPILER = "compile_error", "no C++ compiler"
@@ -79,82 +69,6 @@ def read_checker_headers(paths: Sequence[str | os.PathLike]) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
-class Compiled:
-    """A compile's result: the program, or the compiler's first lines (`error`), or the limit it reached."""
-
-    program: bytes | None = None
-    error: str | None = None
-
-
-def first_lines(text: str) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()][:COMPILE_ERROR_LINES]
-    return " | ".join(lines)[:COMPILE_ERROR_CHARS]
-
-
-def compile_in_sandbox(
-    pool: SandboxPool, source: str, flags: tuple[str, ...], headers: dict[str, str] | None = None
-) -> Compiled | Outcome:
-    """Compile `source` in a sandbox of `pool` (the compile limits: its clock is the compile's CPU time), `headers`
-    ({file name: text}, e.g. testlib.h for checkers) beside it for its `#include "..."`. An Outcome only when the
-    machine stalled it (no verdict); SandboxError when the sandbox failed."""
-    compiler = [COMPILER, *flags, *FIXED_COMPILE_ARGS]
-    run = run_in_sandbox(pool, {"mode": "compile", "source": source, "compiler": compiler, "headers": headers or {}})
-    limits = pool.limits
-    if run.stopped == "stalled":
-        return Outcome(stalled=run.clock.describe())
-    if run.stopped == "timeout":
-        return Compiled(error=f"time limit: more than {limits.time_s:g} s of CPU time")
-    if run.stopped == "output_limit":
-        return Compiled(error=f"the program is larger than {limits.output_bytes >> 20} MiB")
-    if run.status == 0 and run.output.startswith(b"OK\n"):
-        return Compiled(program=run.output[3:])
-    if run.status == 0 and run.output.startswith(b"CE\n"):
-        return Compiled(error=first_lines(run.output[3:].decode("utf-8", errors="replace")))
-    return Compiled(error=f"the compiler was killed (exit status {run.status}; memory limit {limits.memory_mb} MiB)")
-
-
-class ProgramCache:
-    """Compiled programs by the hash of their source, flags and headers, the newest `CACHED_PROGRAMS` kept; a source compiles
-    once however many threads ask for it at the same time. Compile errors are kept too (the compile is
-    deterministic and its limits are CPU time and memory, not the machine's load); a stalled compile is not."""
-
-    def __init__(self, size: int = CACHED_PROGRAMS):
-        self.size = size
-        self.entries: OrderedDict[str, Compiled] = OrderedDict()
-        self.lock = threading.Lock()
-        self.compiling: dict[str, threading.Lock] = {}
-        self.compiles = 0  # sources actually compiled (the tests and the benchmark read it)
-
-    @staticmethod
-    def key(source: str, flags: tuple[str, ...], headers: dict[str, str] | None = None) -> str:
-        parts = (*flags, source, *(part for name in sorted(headers or {}) for part in (name, headers[name])))
-        return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogatepass")).hexdigest()
-
-    def get(
-        self, pool: SandboxPool, source: str, flags: tuple[str, ...], headers: dict[str, str] | None = None
-    ) -> Compiled | Outcome:
-        key = self.key(source, flags, headers)
-        with self.lock:
-            if key in self.entries:
-                self.entries.move_to_end(key)
-                return self.entries[key]
-            own = self.compiling.setdefault(key, threading.Lock())
-        with own:
-            with self.lock:
-                if key in self.entries:
-                    return self.entries[key]
-            result = compile_in_sandbox(pool, source, flags, headers)
-            with self.lock:
-                self.compiles += 1
-                self.compiling.pop(key, None)
-                if isinstance(result, Compiled):
-                    self.entries[key] = result
-                    while len(self.entries) > self.size:
-                        self.entries.popitem(last=False)
-            return result
-
-
-@dataclass(frozen=True)
 class CaseLimits:
     """One case's bounds: the candidate's own time (the row's time limit, else `timeout_s`) and its memory."""
 
@@ -171,41 +85,72 @@ class CaseLimits:
 
 
 def run_program(
-    pool: SandboxPool, program: bytes, stdin: str, limits: CaseLimits, files: dict | None = None, argv=None
+    pool: SandboxPool,
+    program: str,
+    stdin: str,
+    limits: CaseLimits,
+    files: dict | None = None,
+    argv=None,
+    output_bytes: int | None = None,
 ) -> SandboxRun:
-    """Run a compiled program in a fresh sandbox of `pool`, on its own clock of `limits.time_s`."""
-    message = {
-        "mode": "native", "program": base64.b64encode(program).decode(), "stdin": stdin,
-        "rlimits": limits.rlimits(), "files": files or {}, "argv": argv or ["main"],
-    }  # fmt: skip
-    return run_in_sandbox(pool, message, limits.time_s, limits.memory_mb)
+    """Run a compiled program (its file, `Compiled.program`) in a fresh sandbox of `pool`, on its own clock of
+    `limits.time_s`, printing at most `output_bytes` (else the pool's bound)."""
+    message = {"mode": "native", "stdin": stdin, "rlimits": limits.rlimits(), "files": files or {}}
+    message["argv"] = argv or ["main"]
+    return run_in_sandbox(pool, message, limits.time_s, limits.memory_mb, program=program, output_bytes=output_bytes)
+
+
+CHECKER_FAILED_ON_OUTPUT = "checker_failed_on_output"
+REFERENCE_VERDICTS = 1 << 16  # cases whose reference verdict is kept (32-byte keys: a few MiB)
 
 
 @dataclass(frozen=True)
 class Checker:
-    """A row's checker, compiled: run as `checker input.txt output.txt answer.txt` in `pool` under `limits`."""
+    """A row's checker, compiled: run as `checker input.txt output.txt answer.txt` in `pool` under `limits`.
+    `reference_verdicts` keeps, per checker (`key`, its source's) and case, whether it accepts the expected answer as
+    the output: shared by the verifications of one verifier, `REFERENCE_VERDICTS` kept at most."""
 
-    program: bytes
+    program: str
     pool: SandboxPool
     limits: CaseLimits
+    key: str = ""
+    reference_verdicts: dict = field(default_factory=dict, compare=False)
 
     def judge(self, stdin: str, output: str, expected: str) -> bool | Outcome:
-        """True (accepted), False (rejected), or an `unusable` Outcome: the checker failed, no verdict on the
-        candidate."""
+        """True (accepted), False (rejected), or an Outcome. A checker that fails on the candidate's output (testlib's
+        `_fail`, a crash, its time) is asked once per case to judge the expected answer against itself: where it
+        accepts that, the failure is the output's, the candidate's 0 (`checker_failed_on_output`); where it fails
+        there too, the row's (`unusable`, no verdict)."""
+        verdict = self._run(stdin, output, expected)
+        if not isinstance(verdict, str):
+            return verdict
+        case = f"{self.key}:{len(stdin)}:{stdin}{expected}"
+        key = hashlib.sha256(case.encode("utf-8", "surrogatepass")).digest()
+        if key not in self.reference_verdicts:
+            on_reference = self._run(stdin, expected, expected)
+            if isinstance(on_reference, Outcome):  # stalled: no verdict either way, and nothing learnt
+                return on_reference
+            if len(self.reference_verdicts) >= REFERENCE_VERDICTS:
+                self.reference_verdicts.clear()
+            self.reference_verdicts[key] = on_reference
+        if self.reference_verdicts[key] is True:
+            return Outcome(0, 1, f"{CHECKER_FAILED_ON_OUTPUT}: {verdict}")
+        return Outcome(unusable=f"checker: {verdict}, and it does not accept the expected answer either")
+
+    def _run(self, stdin: str, output: str, expected: str) -> bool | str | Outcome:
+        """True (exit 0), False (1 or 2), a stalled Outcome, or how the checker failed (a phrase)."""
         files = {"input.txt": stdin, "output.txt": output, "answer.txt": expected}
         argv = ["checker", "input.txt", "output.txt", "answer.txt"]
         run = run_program(self.pool, self.program, "", self.limits, files, argv)
         if run.stopped == "stalled":
             return Outcome(stalled=run.clock.describe())
         if run.stopped is not None:
-            return Outcome(unusable=f"checker: {run.stopped} (its limit: {self.limits.time_s:g} s)")
+            return f"{run.stopped} (its limit: {self.limits.time_s:g} s)"
         if run.status in CHECKER_ACCEPTS:
             return True
         if run.status in CHECKER_REJECTS:
             return False
-        return Outcome(
-            unusable=f"checker: exit status {run.status} (0 accepts, 1 or 2 rejects; 3 is testlib's own failure)"
-        )
+        return f"exit status {run.status} (0 accepts, 1 or 2 rejects; 3 is testlib's own failure)"
 
 
 def judge_case(

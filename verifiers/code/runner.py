@@ -11,24 +11,24 @@ without a verdict before the deadline, is a failure of the verifier: `SandboxErr
 
 from __future__ import annotations
 
+import base64
 import json
-import math
 import os
 import select
+import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
-from itertools import compress
-from operator import ne
+from typing import BinaryIO
 
 from ..core.zygote_client import ZygoteClient
 from ..sandbox import stages
 from ..sandbox.pool import SandboxError, SandboxPool
 from .clock import CandidateClock
+from .outputs import outputs_match
 from .standalone import SCRIPT_FLAGS, STANDALONE_DIR
 from .standalone.protocol import MAX_TEST_NOTE_BYTES, TEST_KEY_FIELDS, LineReader, ProtocolError, write_message
 
@@ -88,6 +88,25 @@ class JudgeProcess(ZygoteClient):
         finally:
             child_end.close()
         return proc, parent_end
+
+    def kill_child(self, pid: int | None) -> None:
+        """SIGKILL the judge child `pid`, if it is still a child of this judge's zygote."""
+        proc = self.proc
+        if pid is None or proc is None:
+            return
+        try:
+            handle = os.pidfd_open(pid)
+        except OSError:  # gone already
+            return
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as stat:
+                parent = int(stat.read().rpartition(b")")[2].split()[1])
+            if parent == proc.pid:  # read with the pidfd held: a pid reused before it is not signalled
+                signal.pidfd_send_signal(handle, signal.SIGKILL)
+        except (OSError, ValueError, IndexError):
+            pass
+        finally:
+            os.close(handle)
 
     def submit(self, request_w: int, reply_r: int, job: dict) -> socket.socket:
         """Hand the candidate's pipes to a new judge child; returns the job socket to talk to it. The job's test goes
@@ -190,6 +209,8 @@ def run_function_tests(pool: SandboxPool, judge: JudgeProcess, code: str, job: d
         if stopped is not None:  # kill the candidate; the judge then fails the remaining tests quickly
             sandbox.finish()
             verdict = _verdict_after_kill(job_socket, reader)
+            if not verdict:  # still busy, on the candidate's values: its time is spent
+                judge.kill_child(clock.judge_pid)
     finally:
         if job_socket is not None:
             job_socket.close()
@@ -209,103 +230,6 @@ def run_function_tests(pool: SandboxPool, judge: JudgeProcess, code: str, job: d
     return Outcome(passed, total, None if error is None else str(error)[:MAX_REASON_CHARS], failures=failures[:5])
 
 
-def normalize_output(text: str) -> list[str]:
-    """Lines without trailing spaces, trailing blank lines dropped: what competitive-programming judges compare. (The
-    text's trailing whitespace is those blank lines and the last line's spaces; C-level passes: linear, and quick on
-    the 8 MiB a candidate may print.)"""
-    text = text.rstrip()
-    return list(map(str.rstrip, text.split("\n"))) if text else []
-
-
-def outputs_match(actual: str, expected: str, float_tolerance: float | None = None, tokens: bool = False) -> bool:
-    """Whether a program's stdout answers a case: the lines of `normalize_output` are equal.
-
-    With `float_tolerance`, lines are compared token by token (whitespace-separated), and a token written as a
-    decimal number (with a point or an exponent) equals an expected decimal token when both are finite numbers with
-    |got - want| <= float_tolerance * max(1, |want|): the absolute-or-relative error check of judges for problems
-    whose answers are real numbers. An expected integer token stays exact: only the same number, however written
-    (`1000000.0`, `1e6`), equals `1000000`; `1000001`, `1.234568e11` for `123456789012` and `1e-7` for `0` do not.
-
-    With `tokens`, the whitespace-separated tokens of the whole output are compared and line breaks do not count, as
-    testlib's default checker (`wcmp`, Codeforces and Polygon) compares: `1 2 3` answers `1\n2\n3`.
-
-    The candidate's output is read in the trainer's process: every step is linear in its length, and only the tokens
-    that differ from the expected ones as text are read as numbers (number_kind, no regular expression).
-    """
-    if tokens:
-        got_flat, want_flat = actual.split(), expected.split()
-    else:
-        got, want = normalize_output(actual), normalize_output(expected)
-        if got == want:
-            return True
-        if float_tolerance is None or len(got) != len(want):
-            return False
-        if list(map(len, map(str.split, got))) != list(map(len, map(str.split, want))):  # tokens per line
-            return False
-        got_flat, want_flat = " ".join(got).split(), " ".join(want).split()
-    if got_flat == want_flat:
-        return True
-    if float_tolerance is None or len(got_flat) != len(want_flat):
-        return False
-    differing = compress(zip(got_flat, want_flat), map(ne, got_flat, want_flat))
-    return all(_numbers_match(a, b, float_tolerance) for a, b in differing)
-
-
-# A number as a checker reads one: optional sign, digits with at most one point, optional exponent (digits: Unicode
-# decimal digits, as the `\d` of a regular expression). Not `nan`, `inf`, `1_000` or `0x10`, which Python's float()
-# accepts and a judge's checker does not. Read with str methods, in time linear in the token: the candidate's tokens
-# are read in the trainer's process, where a backtracking regular expression took time quadratic in a token's length
-# (`[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?` spent 3.4 s on 16,000 digits and an `x`).
-INTEGER, DECIMAL = "integer", "decimal"
-
-
-def number_kind(token: str) -> str | None:
-    """INTEGER (`-12`), DECIMAL (`1.5`, `1.`, `.5`, `1e6`, `-2.5E-3`) or None (not a number a checker reads)."""
-    body = token[1:] if token[:1] in ("+", "-") else token
-    if body.isdecimal():
-        return INTEGER
-    cut = body.find("e")
-    if cut < 0:
-        cut = body.find("E")  # a token with both letters fails either way: the other one is left in a part
-    if cut >= 0:
-        exponent = body[cut + 1 :]
-        if not (exponent[1:] if exponent[:1] in ("+", "-") else exponent).isdecimal():  # also an empty exponent
-            return None
-        body = body[:cut]
-    whole, point, fraction = body.partition(".")
-    if not point:
-        return DECIMAL if cut >= 0 and whole.isdecimal() else None
-    if (whole.isdecimal() or not whole) and (fraction.isdecimal() or not fraction) and (whole or fraction):
-        return DECIMAL
-    return None
-
-
-_NUMBER_CHARS = "0123456789.eE+-"
-
-
-def _numbers_match(got: str, want: str, tolerance: float) -> bool:
-    """Two different tokens that are both numbers: an integer expected token needs the same number exactly, written
-    as a decimal (`1e6` and `1000000.0` are 1000000; `1.234568e11` is not 123456789012, nor `1e-7` 0); an expected
-    decimal token accepts a number within the tolerance. Linear in the tokens' length (str methods, Decimal, float).
-    A token of ASCII number characters only is read by float() alone, which accepts exactly the ones number_kind
-    accepts (`test_output_match.py` checks it): the common case costs no more than the two conversions."""
-    if got.lstrip(_NUMBER_CHARS) or want.lstrip(_NUMBER_CHARS):  # another character: `nan`, `1_0`, a Unicode digit
-        if number_kind(got) is None or number_kind(want) is None:
-            return False
-    try:
-        x, y = float(got), float(want)
-    except ValueError:  # `1e`, `+`, `1.2.3`
-        return False
-    if "." not in want and "e" not in want and "E" not in want:  # an integer: two of them that differ as text differ
-        if "." not in got and "e" not in got and "E" not in got:  # (`05`, `+5`, `-0`)
-            return False
-        try:
-            return Decimal(got) == Decimal(want)  # exact, whatever the exponent: no float rounding
-        except InvalidOperation:  # an exponent beyond what a Decimal holds: no integer
-            return False
-    return math.isfinite(x) and math.isfinite(y) and abs(x - y) <= tolerance * max(1.0, abs(y))
-
-
 @dataclass
 class SandboxRun:
     """One program's run in a sandbox: its stdout, why its clock or its output bound stopped it (None if neither),
@@ -318,11 +242,20 @@ class SandboxRun:
 
 
 def run_in_sandbox(
-    pool: SandboxPool, message: dict, budget_s: float | None = None, memory_mb: int | None = None
+    pool: SandboxPool,
+    message: dict,
+    budget_s: float | None = None,
+    memory_mb: int | None = None,
+    program: str | None = None,
+    sink: BinaryIO | None = None,
+    output_bytes: int | None = None,
 ) -> SandboxRun:
     """Send `message` (the only one: a script, a compile, a native program) to a fresh sandbox of `pool`, then read
     its stdout and wait for its end, on the candidate's clock (`budget_s`, else the pool's `time_s`). `memory_mb`
-    below the pool's bounds the whole candidate's cgroup (with its /tmp, as the pool's), where it has one."""
+    below the pool's bounds the whole candidate's cgroup (with its /tmp, as the pool's), where it has one. `program`:
+    a file whose bytes (after its first `PROGRAM_HEADER_BYTES`) go in the message's "program" field, in base64,
+    streamed; `sink`: a file that gets the stdout (the run's `output` is then empty). Neither is held in memory.
+    `output_bytes`: the most it may print (else the pool's bound)."""
     sandbox = pool.acquire(refill=False)
     try:
         if memory_mb is not None and memory_mb < pool.limits.memory_mb and sandbox.cgroup is not None:
@@ -330,18 +263,46 @@ def run_in_sandbox(
                 sandbox.cgroup.bound_memory((memory_mb + pool.limits.tmp_mb) << 20)
             except OSError as exc:
                 raise SandboxError(f"cannot bound the candidate's cgroup at {memory_mb} MiB: {exc}") from None
-        sandbox.send(message)
+        if program is None:
+            sandbox.send(message)
+        else:
+            write_with_program(sandbox.request_w, message, program)
         sandbox.close_request()
         pool.refill()  # while the candidate runs
         clock = CandidateClock(sandbox.cgroup, pool.limits.time_s if budget_s is None else budget_s, judged=False)
         _check_setup(sandbox, time.monotonic() + clock.backstop_s)
-        output, stopped = sandbox.read_stdout(clock)
+        output, stopped = sandbox.read_stdout(clock, sink, output_bytes)
         status = None
         while stopped is None and (status := sandbox.wait(time.monotonic() + clock.wait_s())) is None:
             stopped = clock.expired()
     finally:
         sandbox.finish()
     return SandboxRun(output, stopped, status, clock)
+
+
+# A compiled program's file starts with the compile sandbox's `OK\n` (code/programs.py keeps its stdout as it is).
+PROGRAM_HEADER_BYTES = 3
+STREAMED_BYTES = 3 << 20  # a multiple of 3: each piece's base64 ends without padding
+
+
+def write_with_program(fd: int, message: dict, program: str) -> None:
+    """`message` as one JSON line, its "program" field the base64 of the file `program` (from its
+    `PROGRAM_HEADER_BYTES`th byte), written a piece at a time."""
+    head = json.dumps({**message, "program": ""})
+    if not head.endswith('""}'):
+        raise ValueError("the program field must be the message's last")
+    with open(program, "rb") as file:
+        file.seek(PROGRAM_HEADER_BYTES)
+        _write_all(fd, head[:-2].encode())
+        while piece := file.read(STREAMED_BYTES):
+            _write_all(fd, base64.b64encode(piece))
+    _write_all(fd, b'"}\n')
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def compare_output(actual: str, expected: str, float_tolerance: float | None, tokens: bool = False) -> bool | Outcome:

@@ -26,9 +26,7 @@ its traceback logged. An exception of the judge's own code while it handles this
 
 from __future__ import annotations
 
-import ast
 import logging
-import re
 import threading
 import time
 from collections.abc import Hashable, Sequence
@@ -42,51 +40,30 @@ from ..core.deadline_pool import default_worker_count
 from ..core.registry import register_verifier
 from ..sandbox.cgroups import candidate_cgroups
 from ..sandbox.pool import Limits, SandboxError, SandboxPool, detect_isolation
+from .extract import extract_code, extract_program, is_prose
 from .formats import parse_reference
 from .native import (
     COMPILE_ERROR,
-    CPP_LANGUAGES,
     DEFAULT_CPP_FLAGS,
     LANGUAGES,
-    MAX_PROGRAM_BYTES,
     CaseLimits,
     Checker,
-    Compiled,
-    ProgramCache,
     compiler_missing,
     judge_case,
     read_checker_headers,
     run_program,
 )
+from .programs import MAX_PROGRAM_BYTES, Compiled, ProgramCache
 from .runner import JUDGE_ERROR, JudgeError, JudgeProcess, Outcome, run_function_tests, run_in_sandbox
 
 logger = logging.getLogger("trl_grpo_ext.verifiers")
 
-_LANGUAGE = re.compile(r"[ \t]*([\w+-]*)")
 # What is retried once: the sandbox or the judge failed (they could not start, set up, or ended without a verdict), or
 # the system calls that reach them did (a pipe, a socket, a cgroup file). Any other exception is a bug of the
 # verifier's own Python: not retried (it would fail again, and hide as the machinery's failure), logged with its
 # traceback, and reported as `internal_error: bug in the verifier: ...`.
 INFRASTRUCTURE_FAILURES = (SandboxError, JudgeError, OSError)
 BUG = "bug in the verifier"
-PYTHON_LANGUAGES = ("python", "py", "python3")
-
-
-def fenced_blocks(completion: str, first_only: bool = False) -> list[tuple[str, str]]:
-    """(language, body) of each Markdown fenced block: a ``` opening, its info line up to the next newline, then the
-    body up to the next ```. One left-to-right pass, in time linear in the text (a regular expression with a lazy
-    body backtracks quadratically on a completion full of unclosed fences: 10-20 s for 128 kB)."""
-    blocks, position = [], 0
-    while (start := completion.find("```", position)) >= 0:
-        newline = completion.find("\n", start + 3)
-        end = completion.find("```", newline + 1) if newline >= 0 else -1
-        if end < 0:  # no later opening can have a body with a closing fence either
-            break
-        blocks.append((_LANGUAGE.match(completion, start + 3, newline).group(1), completion[newline + 1 : end]))
-        if first_only:
-            break
-        position = end + 3
-    return blocks
 
 
 _PLAIN_DATA = (str, int, float, bool, type(None))
@@ -112,54 +89,6 @@ def _same_run_key(completion: Any, reference: Any, language: str = "auto") -> tu
     if not isinstance(completion, str) or not _plain(reference):
         return None
     return extract_program(completion, language), type(reference).__name__, repr(reference)
-
-
-def extract_code(completion: str) -> str:
-    """The last ```python block (or, if no block is labelled Python, the last fenced block); else the whole text."""
-    blocks = fenced_blocks(completion)
-    python_blocks = [body for lang, body in blocks if lang.lower() in PYTHON_LANGUAGES]
-    if python_blocks or blocks:
-        return (python_blocks or [body for _, body in blocks])[-1]
-    return completion
-
-
-def looks_like_cpp(code: str) -> bool:
-    """Untagged code that is a C++ program: a line that starts with `#include` and a `main(` (in Python, `#include`
-    is a comment, and a program of one comment and `int main(` does not parse)."""
-    return "main(" in code and any(line.lstrip().startswith("#include") for line in code.splitlines())
-
-
-def extract_program(completion: str, language: str = "auto") -> tuple[str, str]:
-    """("python" or "cpp", the code). `auto`: the last fenced block tagged with a language of either (`python`,
-    `py`, `python3`; `cpp`, `c++`, `cc`, `cxx`) decides; without one, the Python rule of `extract_code`, and the code
-    is C++ when it reads as a C++ program (`looks_like_cpp`). `python`: `extract_code`. `cpp`: the last block tagged
-    C++, else the last fenced block, else the whole text."""
-    if language == "python":
-        return "python", extract_code(completion)
-    blocks = fenced_blocks(completion)
-    if language == "cpp":
-        tagged = [body for lang, body in blocks if lang.lower() in CPP_LANGUAGES]
-        return "cpp", (tagged or [body for _, body in blocks] or [completion])[-1]
-    known = [(lang.lower(), body) for lang, body in blocks if lang.lower() in (*PYTHON_LANGUAGES, *CPP_LANGUAGES)]
-    if known:
-        return ("cpp" if known[-1][0] in CPP_LANGUAGES else "python"), known[-1][1]
-    code = extract_code(completion)
-    return ("cpp" if looks_like_cpp(code) else "python"), code
-
-
-def is_prose(completion: str) -> bool:
-    """Text that holds no code: no fenced block, and not a Python program either (the parser rejects it).
-
-    Asked only of a completion that already scored 0, so that it names the reason and never changes a score: a
-    candidate interpreter newer than the trainer's may run what this parser rejects.
-    """
-    if fenced_blocks(completion, first_only=True):
-        return False
-    try:
-        compile(completion, "<completion>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):  # ValueError: a null byte
-        return True
-    return False
 
 
 @register_verifier("code")
@@ -256,6 +185,7 @@ class CodeVerifier(Verifier):
             processes=int(max_processes), tmp_mb=128,
         )  # fmt: skip
         self.programs = ProgramCache()
+        self._reference_verdicts: dict = {}  # whether each row's checker accepts a case's answer against itself
         self._side_pools: dict[str, SandboxPool] = {}  # "compile" and "checker", each started on first use
         self.partial_credit = partial_credit
         self.float_tolerance = float_tolerance
@@ -353,10 +283,14 @@ class CodeVerifier(Verifier):
         checker = self._checker(tests)
         if isinstance(checker, Outcome):
             return checker
+        options = getattr(tests, "options", {})
+        tokens = options.get("tokens", False)  # a Codeforces row: as its C++ answers are
+        output_bytes = self._output_bytes(options)
 
         def run_case(stdin: str, expected: str) -> Outcome:
-            run = run_in_sandbox(self._pool, {"mode": "script", "code": code, "stdin": stdin})
-            return judge_case(run, stdin, expected, self.float_tolerance, checker)
+            message = {"mode": "script", "code": code, "stdin": stdin}
+            run = run_in_sandbox(self._pool, message, output_bytes=output_bytes)
+            return judge_case(run, stdin, expected, self.float_tolerance, checker, tokens=tokens)
 
         return self._each_case(tests, run_case)
 
@@ -375,8 +309,25 @@ class CodeVerifier(Verifier):
                 break  # one failure decides a binary reward
         return Outcome(passed, total, first_error, failures=failures[:5])
 
-    def _compiled(self, source: str) -> Compiled | Outcome:
-        return self.programs.get(self._side_pool("compile"), source, self.cpp_flags)
+    @staticmethod
+    def _output_bytes(options: dict) -> int | None:
+        """The row's `output_limit` (MiB) in bytes; None: the verifier's `max_output_bytes`."""
+        return int(options["output_limit"] * (1 << 20)) if "output_limit" in options else None
+
+    def _compiled(self, source: str, flags: tuple[str, ...] | None = None) -> Compiled | Outcome:
+        return self.programs.get(self._side_pool("compile"), source, flags or self.cpp_flags)
+
+    def _row_flags(self, options: dict) -> tuple[str, ...] | Outcome:
+        """`cpp_flags` with the row's `cpp_standard` in place of their `-std=`; an unusable Outcome where this g++
+        does not compile an empty program with it (checked once per standard: the probe is cached)."""
+        standard = options.get("cpp_standard")
+        if standard is None:
+            return self.cpp_flags
+        flags = (*(flag for flag in self.cpp_flags if not flag.startswith("-std=")), f"-std={standard}")
+        probe = self._compiled("int main() {}\n", flags)
+        if isinstance(probe, Outcome) or probe.program is not None:
+            return probe if isinstance(probe, Outcome) else flags
+        return Outcome(unusable=f"cpp_standard {standard!r}: this g++ does not compile with it: {probe.error}")
 
     def _checker(self, tests: list) -> Checker | Outcome | None:
         """The row's checker, compiled with `checker_headers` (cached like any program) and run with the checker
@@ -393,14 +344,18 @@ class CodeVerifier(Verifier):
         if built.program is None:
             return Outcome(unusable=f"checker: does not compile: {built.error}")
         own = CaseLimits(self.checker_limits.time_s, self.checker_limits.memory_mb)
-        return Checker(built.program, self._side_pool("checker"), own)
+        key = ProgramCache.key(source, self.cpp_flags, self.checker_headers)
+        return Checker(built.program, self._side_pool("checker"), own, key, self._reference_verdicts)
 
     def _run_cpp(self, tests: list, code: str) -> Outcome:
         """A C++ program on stdio cases: compiled once (cached by its hash), then run per case in a fresh sandbox
         under the row's time limit (else `timeout_s`) and memory limit (at most `memory_mb`); a checker, when the
         row has one, decides each case."""
         options = getattr(tests, "options", {})
-        compiled = self._compiled(code)
+        flags = self._row_flags(options)
+        if isinstance(flags, Outcome):
+            return flags
+        compiled = self._compiled(code, flags)
         if isinstance(compiled, Outcome):  # the machine stalled the compile: no verdict
             return compiled
         if compiled.program is None:
@@ -412,9 +367,10 @@ class CodeVerifier(Verifier):
             options.get("time_limit", self.limits.time_s),
             int(min(options.get("memory_limit", self.limits.memory_mb), self.limits.memory_mb)),
         )
+        output_bytes = self._output_bytes(options)
 
         def run_case(stdin: str, expected: str) -> Outcome:
-            run = run_program(self._pool, compiled.program, stdin, limits)
+            run = run_program(self._pool, compiled.program, stdin, limits, output_bytes=output_bytes)
             # As Codeforces judges C++ by default (testlib's wcmp): tokens, line breaks ignored.
             return judge_case(run, stdin, expected, self.float_tolerance, checker, tokens=True)
 
@@ -494,6 +450,7 @@ class CodeVerifier(Verifier):
         for pool in self._side_pools.values():
             pool.close()
         self._side_pools = {}
+        self.programs.close()
         if self._pool is not None:
             self._pool.close()
             self._judge.close()

@@ -210,6 +210,7 @@ class CandidateGroup:
             self.remove()
             raise CgroupUnavailable(f"cannot set up the candidate's cgroup {self.folders[0]}: {exc}") from None
         self._usage = layout.folders["cpuacct" if layout.version == 1 else "cpu"] / name
+        self._cpu = layout.folders["cpu"] / name
         self._threads = pids_folder / ("tasks" if layout.version == 1 else "cgroup.threads")
         self._memory = memory
         self.memory_bytes = memory_bytes  # the bound now: `bound_memory` may lower it for one candidate
@@ -264,6 +265,18 @@ class CandidateGroup:
             return [int(t) for t in self._threads.read_text().split()]
         except (OSError, ValueError):
             return []
+
+    def throttled_s(self) -> float:
+        """The longest time the group or a cgroup above it was held off the CPU by a quota (`cpu.stat`), in seconds
+        since each was made: a container's CPU limit shows here, not in the machine's idle time."""
+        folder, longest = self._cpu, 0.0
+        while (stat := folder / "cpu.stat").exists() and folder != folder.parent:
+            for line in stat.read_text().splitlines():
+                key, _, value = line.partition(" ")
+                if key in ("throttled_time", "throttled_usec"):  # v1: nanoseconds; v2: microseconds
+                    longest = max(longest, int(value) / (1e9 if key == "throttled_time" else 1e6))
+            folder = folder.parent
+        return longest
 
     def runnable(self) -> bool:
         """Whether a thread of the group is running or waiting for a CPU (or in uninterruptible I/O) right now."""
@@ -343,14 +356,30 @@ def _remove_left_by_dead_processes(parent: Path) -> None:
                 pass
 
 
+# Kernel functions (`/proc/<tid>/wchan`) of an uninterruptible sleep that waits for the disk or for memory: the
+# machine's time. Any other one (a parent held in `vfork` while its child sleeps: `kernel_clone`) is the candidate's.
+PAGING_WAITS = ("io_schedule", "folio", "page", "filemap", "swap", "bit_wait_io", "blk", "rq_qos", "shrink", "reclaim")
+
+
 def thread_runnable(tid: int) -> bool:
-    """R (running or runnable) or D (uninterruptible, e.g. paging) in /proc/<tid>/stat; False once it is gone."""
+    """R (running or runnable) in /proc/<tid>/stat, or D (uninterruptible) while it pages or waits for the disk;
+    False once it is gone. A D sleep of any other kind accrues no CPU time and no idle time: counted as busy, it
+    would stop the candidate's clock, so it counts as the candidate's own sleep."""
     try:
         with open(f"/proc/{tid}/stat", "rb") as stat:
             state = stat.read().rpartition(b")")[2].split(maxsplit=1)[0]
     except (OSError, IndexError):
         return False
-    return state in (b"R", b"D")
+    return state == b"R" or (state == b"D" and _paging(tid))
+
+
+def _paging(tid: int) -> bool:
+    try:
+        with open(f"/proc/{tid}/wchan") as wchan:
+            where = wchan.read()
+    except OSError:
+        return False
+    return any(name in where for name in PAGING_WAITS)
 
 
 def join_command(group: CandidateGroup, command: list[str]) -> list[str]:

@@ -114,10 +114,13 @@ class SandboxProcess:
         self._close_fds(self.request_w, self.reply_r)
         self.request_w = self.reply_r = -1
 
-    def read_stdout(self, clock) -> tuple[bytes, str | None]:
-        """Everything the candidate prints until it closes stdout; the second item is None, "output_limit", or why
-        the candidate's clock (code/clock.py) stopped it: "timeout", "stalled"."""
+    def read_stdout(self, clock, sink=None, output_bytes: int | None = None) -> tuple[bytes, str | None]:
+        """Everything the candidate prints until it closes stdout (written to the binary file `sink` instead, where
+        one is given: b"" is returned); the second item is None, "output_limit" (more than `output_bytes`, else the
+        pool's bound), or why the candidate's clock (code/clock.py) stopped it: "timeout", "stalled"."""
         chunks, size = [], 0
+        limit = self.limits.output_bytes if output_bytes is None else output_bytes
+        keep = chunks.append if sink is None else sink.write
         while True:
             if not select.select([self.stdout_r], [], [], clock.wait_s())[0]:
                 if (stopped := clock.expired()) is not None:
@@ -126,9 +129,9 @@ class SandboxProcess:
             chunk = os.read(self.stdout_r, 1 << 16)
             if not chunk:
                 return b"".join(chunks), None
-            chunks.append(chunk)
+            keep(chunk)
             size += len(chunk)
-            if size > self.limits.output_bytes:
+            if size > limit:
                 return b"".join(chunks), "output_limit"
 
     def wait(self, deadline: float) -> int | None:

@@ -329,11 +329,13 @@ def test_stdio_rows_with_their_rules_are_parsed():
     from trl_grpo_ext.verifiers.code.formats import parse_reference
 
     kind, cases = parse_reference({"input": ["1 2\n", "3 4\n"], "output": ["3\n", "7\n"]})  # CodeContests
-    assert (kind, cases, cases.options) == ("stdio", [("1 2\n", "3\n"), ("3 4\n", "7\n")], {})
+    assert (kind, cases, cases.options) == ("stdio", [("1 2\n", "3\n"), ("3 4\n", "7\n")], {"tokens": True})
     row = {"tests": CASES, "time_limit": 2, "memory_limit": 256.0, "checker": "int main() {}"}
     kind, cases = parse_reference(row)
-    assert cases.options == {"time_limit": 2.0, "memory_limit": 256.0, "checker": "int main() {}"}
-    assert parse_reference({**row, "checker": None, "time_limit": None})[1].options == {"memory_limit": 256.0}
+    assert cases.options == {"tokens": True, "time_limit": 2.0, "memory_limit": 256.0, "checker": "int main() {}"}
+    assert parse_reference({**row, "checker": None, "time_limit": None})[1].options == {
+        "tokens": True, "memory_limit": 256.0,
+    }  # fmt: skip
     for bad in ({"time_limit": -1}, {"memory_limit": "256"}, {"checker": 5}, {"time_limit": True}):
         with pytest.raises(ValueError, match="time_limit|memory_limit|checker"):
             parse_reference({"tests": CASES, **bad})

@@ -192,7 +192,7 @@ HUGE_COMPLETIONS = {
 
 @pytest.mark.parametrize("name", sorted(HUGE_COMPLETIONS))
 def test_code_extraction_of_a_huge_completion_is_bounded(name):
-    from trl_grpo_ext.verifiers.code.verifier import extract_code, is_prose
+    from trl_grpo_ext.verifiers.code.extract import extract_code, is_prose
 
     start = time.process_time()
     extract_code(HUGE_COMPLETIONS[name])
@@ -205,7 +205,7 @@ def test_code_extraction_finds_the_blocks_the_fence_expression_finds():
     import random
     import re
 
-    from trl_grpo_ext.verifiers.code.verifier import fenced_blocks
+    from trl_grpo_ext.verifiers.code.extract import fenced_blocks
 
     fence = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)```", re.DOTALL)
     pieces = ["```", "`", "\n", "python", "py ", " ", "x", "\t", "```python\n", "```\n", "-", "PY", "```py3 x\n"]

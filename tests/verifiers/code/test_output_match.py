@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from trl_grpo_ext.verifiers import get_verifier
-from trl_grpo_ext.verifiers.code.runner import outputs_match
+from trl_grpo_ext.verifiers.code.outputs import outputs_match
 
 
 @pytest.mark.parametrize(
@@ -75,7 +75,7 @@ def test_number_kind_reads_the_tokens_the_regular_expression_read():
     import itertools
     import re
 
-    from trl_grpo_ext.verifiers.code.runner import DECIMAL, INTEGER, number_kind
+    from trl_grpo_ext.verifiers.code.outputs import DECIMAL, INTEGER, number_kind
 
     decimal, integer = re.compile(_OLD_DECIMAL), re.compile(r"[+-]?\d+")
     for length in range(7):
@@ -90,7 +90,7 @@ def test_float_reads_exactly_the_ascii_number_tokens():
     tokens number_kind accepts there (nan, inf and 1_000 have other characters and go through number_kind)."""
     import itertools
 
-    from trl_grpo_ext.verifiers.code.runner import number_kind
+    from trl_grpo_ext.verifiers.code.outputs import number_kind
 
     for length in range(8):
         for chars in itertools.product("01.eE+-", repeat=length):

@@ -4,8 +4,9 @@
   cgroup, so a candidate that tries to hold several times `memory_mb` is killed before it can print that it did;
 - its deadline counts its own CPU time (all its processes) and the time it sleeps, never the machine's load: a
   correct 0.6 s program under `timeout_s=1.5` scores 1.0 while busy processes in sessions of their own, pinned on the
-  same cores, take the CPU; the test code's own work in the judge is not charged to it either;
-- a candidate that is runnable but gets no CPU reaches the wall-clock backstop: None, `internal_error: stalled`;
+  same cores, take the CPU; the test code's own work in the judge (up to twice `timeout_s`) is not charged to it;
+- a candidate that is runnable but gets no CPU, throttled by a quota, reaches the wall-clock backstop: None,
+  `internal_error: stalled` (test_stalls.py: at the backstop with CPU to spare, it is the candidate's `timeout`);
 - a candidate forking many busy children does not make a correct neighbour time out.
 """
 

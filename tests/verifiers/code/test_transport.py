@@ -103,10 +103,20 @@ def test_the_count_only_grows_and_is_an_int():
 
 def test_at_the_backstop_a_candidate_that_used_its_budget_before_the_credit_is_a_timeout():
     """The credit only delays a timeout: a candidate whose own time without it reached its budget scores 0 at the
-    backstop, never None (`stalled` is for a candidate the machine gave no CPU)."""
-    for cpu, expected in ((1.5, "timeout"), (0.5, "stalled")):
+    backstop, never None, whatever the machine did (`stalled` is for a candidate a saturated machine gave no CPU)."""
+
+    class Machine:
+        def __init__(self, saturation):
+            self.saturation = lambda: saturation
+
+    for cpu, saturation, expected in (
+        (1.5, "the machine's CPUs were 0% idle", "timeout"),
+        (0.5, "the machine's CPUs were 0% idle", "stalled"),
+        (0.5, None, "timeout"),
+    ):
         group = FakeGroup()
         clock = CandidateClock(group, budget_s=1.0)
+        clock.machine = Machine(saturation)  # as measured since the candidate had run for its budget
         group.cpu = cpu
         clock.count_calls(10**9)
         clock.start -= clock.backstop_s  # the backstop's time has passed

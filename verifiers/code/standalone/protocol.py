@@ -9,6 +9,8 @@ and bounds nesting. JSON objects are always tagged wrappers:
     {"b": hex} bytes       {"c": [re, im]} complex   {"i": hex} int beyond 64 bits (no digit limit)
     {"ba": hex} bytearray  {"C": [[k, v], ...]} Counter   {"od": [[k, v], ...]} OrderedDict   {"dq": [[...], maxlen]}
     {"dd": [factory, [[k, v], ...]]} defaultdict   {"nt": [[field, ...], [...]]} namedtuple
+    {"fr": [numerator hex, denominator hex]} Fraction   {"de": text} Decimal   {"td": [days, s, us]} timedelta
+    {"dt": ["date" | "time" | "datetime", isoformat]}   {"np": [dtype name, item()]} numpy scalar
     {"h": n, "type": "object" | ITERATOR} handle to an object kept in the candidate sandbox
     {"x": type name} a value that could not be encoded (never equals anything)
 
@@ -23,6 +25,7 @@ and a message that is not a JSON object is refused before any object is built.
 from __future__ import annotations
 
 import collections
+import importlib
 import json
 import os
 import sys
@@ -132,6 +135,8 @@ def encode(value, handle_of=None, depth=0):
         return {"c": [value.real, value.imag]}
     if kind in _CONTAINERS or _is_namedtuple(value):
         return _encode_container(value, handle_of, depth)
+    if (plain := _encode_value_type(value, kind)) is not None:
+        return plain if type(plain) is dict else encode(plain, handle_of, depth + 1)
     handle = handle_of(value) if handle_of is not None else None
     if handle is not None:
         return handle
@@ -199,11 +204,76 @@ def _decode_tagged(data, make_handle, depth, budget):
         return int(body, 16)
     if tag == "x" and type(body) is str:
         return Unrepresentable(body[:100])
+    if tag in _VALUE_TAGS:
+        return _decode_value_type(tag, body)
     if tag in _CONTAINER_TAGS:
         return _decode_container(tag, body, make_handle, depth, budget)
     if tag == "h" and type(body) is int and 0 <= body < MAX_HANDLE and make_handle is not None:
         return make_handle(body, str(data.get("type", "object"))[:100])
     raise ProtocolError(f"unknown tag {tag!r}")
+
+
+# The standard library's value types (and numpy's scalars) travel as the values they stand for, so that they compare
+# as plain Python compares them: a Fraction, a Decimal, a date, time, datetime or timedelta arrives as the same type
+# of the judge's making; a numpy scalar of a bool, integer, float or complex dtype as the same scalar (its dtype and
+# its `item()`), rebuilt by the judge's numpy. Each is recognised by its class exactly (the loaded module's).
+_VALUE_TAGS = ("fr", "de", "dt", "td", "np")
+# numpy's scalar types that travel: dtype name -> the Python numbers `item()` gives for it.
+_NUMPY_SCALARS = {
+    "bool": (bool,), **{f"{sign}int{bits}": (int,) for sign in ("", "u") for bits in (8, 16, 32, 64)},
+    **{f"float{bits}": (float,) for bits in (16, 32, 64)}, "complex64": (complex,), "complex128": (complex,),
+}  # fmt: skip
+_DATE_TYPES = ("date", "time", "datetime")
+MAX_VALUE_TEXT = 1 << 12  # an isoformat or a Decimal's digits: longer is no plain value
+
+
+def _encode_value_type(value, kind):
+    """A tagged form (a dict), a builtin number (numpy's scalars), or None (not one of these types)."""
+    fractions, decimal, dates = (sys.modules.get(name) for name in ("fractions", "decimal", "datetime"))
+    if fractions is not None and kind is fractions.Fraction:
+        return {"fr": [hex(value.numerator), hex(value.denominator)]}
+    if decimal is not None and kind is decimal.Decimal:
+        return {"de": str(value)}
+    if dates is not None and kind is dates.timedelta:
+        return {"td": [value.days, value.seconds, value.microseconds]}
+    if dates is not None and any(kind is getattr(dates, name) for name in _DATE_TYPES):
+        return {"dt": [kind.__name__, value.isoformat()]}
+    numpy = sys.modules.get("numpy")
+    if numpy is not None and isinstance(value, numpy.generic) and str(value.dtype) in _NUMPY_SCALARS:
+        return {"np": [str(value.dtype), encode(value.item())]}
+    return None
+
+
+def _decode_value_type(tag, body):
+    import datetime
+    import decimal
+    import fractions
+
+    if tag == "fr" and type(body) is list and len(body) == 2 and all(type(x) is str for x in body):
+        numerator, denominator = int(body[0], 16), int(body[1], 16)
+        if denominator > 0:
+            return fractions.Fraction(numerator, denominator)
+    if tag == "de" and type(body) is str and len(body) <= MAX_VALUE_TEXT:
+        try:
+            return decimal.Decimal(body)
+        except decimal.InvalidOperation:
+            pass
+    if tag == "td" and type(body) is list and len(body) == 3 and all(type(x) is int for x in body):
+        return datetime.timedelta(days=body[0], seconds=body[1], microseconds=body[2])
+    if tag == "dt" and type(body) is list and len(body) == 2 and body[0] in _DATE_TYPES and type(body[1]) is str:
+        if len(body[1]) <= MAX_VALUE_TEXT:
+            return getattr(datetime, body[0]).fromisoformat(body[1])
+    if tag == "np" and type(body) is list and len(body) == 2 and body[0] in _NUMPY_SCALARS:
+        number = decode(body[1])
+        if type(number) in _NUMPY_SCALARS[body[0]]:
+            # A numpy scalar arrives only from a sandbox given site-packages: numpy then, where this interpreter has
+            # it (the module stays standard-library only otherwise); without it, the Python number.
+            try:
+                numpy = sys.modules.get("numpy") or importlib.import_module("numpy")
+            except ImportError:
+                return number
+            return numpy.dtype(body[0]).type(number)
+    raise ProtocolError(f"malformed {tag!r} value")
 
 
 # Handles are numbered from 0 by the sandbox; below 2**61 - 1 an int is its own hash, so the judge's table of handles

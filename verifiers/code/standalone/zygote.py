@@ -75,7 +75,7 @@ def join_cgroup(fds) -> None:
 def isolate(tmp_mb: int, cgroup: bool, shm_mb: int = 0) -> None:
     """Fresh mount, IPC and network namespaces for one candidate (PID 2 of its own PID namespace), a cgroup namespace
     rooted at its own cgroup, an empty tmpfs of its own on /tmp and on /dev/shm (POSIX semaphores and shared memory:
-    multiprocessing's locks, pools and queues), its own /proc, and loopback up. The tmpfs pages are charged to the
+    multiprocessing's locks, pools and queues), its own /proc and /dev/pts, and loopback up. The tmpfs pages are charged to the
     cgroup of the process that writes them: the candidate's."""
     _check(LIBC.unshare(CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWNET | (CLONE_NEWCGROUP if cgroup else 0)), "unshare")
     _check(LIBC.mount(None, b"/", None, MS_REC | MS_PRIVATE, None), "making mounts private")
@@ -85,6 +85,9 @@ def isolate(tmp_mb: int, cgroup: bool, shm_mb: int = 0) -> None:
         options = f"size={int(shm_mb)}m,mode=1777".encode()
         _check(LIBC.mount(b"tmpfs", b"/dev/shm", b"tmpfs", MS_NOSUID | MS_NODEV, options), "mounting /dev/shm")
     _check(LIBC.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None), "mounting /proc")
+    # A devpts instance of its own (bubblewrap's /dev/ptmx points into it): the fork server's is not shared.
+    options = b"newinstance,ptmxmode=0666,mode=0620"
+    _check(LIBC.mount(b"devpts", b"/dev/pts", b"devpts", MS_NOSUID | MS_NOEXEC, options), "mounting /dev/pts")
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:  # a new network namespace has loopback down
         fcntl.ioctl(probe, SIOCSIFFLAGS, struct.pack("16sh22x", b"lo", IFF_UP | IFF_LOOPBACK | IFF_RUNNING))
 
