@@ -118,8 +118,8 @@ def box_context(text: str, start: int, end: int) -> str | None:
     if sentence_end and sentence_end.group(0) in "?？" and not CONTRAST.search(tail):
         return "question"
     clause = head[max((m.end() for m in CLAUSE_START.finditer(head)), default=0) :]
-    denial = NEGATED.search(head)
-    if denial and not CONTRAST.search(head[denial.start() :]):
+    denial = NEGATED.search(clause)  # "it cannot be", "is not"; "not hard: $\boxed{5}$" denies nothing
+    if denial and not CONTRAST.search(clause[denial.start() :]):
         return "denied"
     if HYPOTHESIS.search(clause):
         return "hypothesis"

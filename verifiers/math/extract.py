@@ -7,10 +7,12 @@ The text is first read as rendered (`rendering`). Then, first hit wins:
 3. `\\boxed{}` / `\\fbox{}` (`boxes`): one box, or several boxes that form one list (`\\boxed{1}, \\boxed{2}`);
    boxes with different contents separated by prose are a hedge, unless a final-answer label or a retraction comes
    before the last one; after the box, a retraction reads the value the text ends on, a final-answer label that
-   states another value decides, and alternatives ("(or $10^3$)") must all be right;
+   states another value decides, and alternatives ("(or $10^3$)") must all be right; a box whose sentence does not
+   commit to it (a question, a denial, a hypothesis, an aside: `context.box_context`) or that holds a judgement
+   (`\\boxed{5 \\text{ is wrong}}`) is no answer;
 4. a multiple-choice letter when the reference is a letter (`letters`);
 5. the prose (`prose`): anchors, a bare formula, a first line that is only the answer, what the last sentence
-   commits to.
+   commits to; a completion cut off while its working goes on has none (`context.working_goes_on`).
 """
 
 from __future__ import annotations

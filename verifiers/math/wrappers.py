@@ -84,6 +84,6 @@ def stated_number(text: str, is_number) -> str:
     parts = split_top(text, "=")
     if len(parts) < 2 or not all(parts) or not is_number(parts[-1]):
         return text
-    if re.search(r"[a-zA-Z]", re.sub(r"\\[a-zA-Z]+", " ", "".join(parts[:-1]))):
+    if re.search(r"[a-zA-Z]", re.sub(r"\\[a-zA-Z]+", " ", " ".join(parts[:-1]))):
         return text  # `x = 5`, `f(2) = 5`: a name and its value, which the comparison reads
     return parts[-1]

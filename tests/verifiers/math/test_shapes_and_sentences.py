@@ -85,6 +85,7 @@ CONTEXT_ATTACKS = [
 CONTEXT_CONTROLS = [
     (r"The sum gives $\boxed{12}$, but the correct count is 9.", "9"),
     (r"Not 3 but $\boxed{5}$.", "5"),
+    (r"It's not hard: $\boxed{5}$.", "5"),
     (r"If we add them, we get $\boxed{7}$.", "7"),
     (r"Suppose $x$ is the price. Then $x = \boxed{7}$.", "7"),
     (r"Since $x$ cannot be negative, $x = \boxed{7}$.", "7"),
