@@ -16,7 +16,7 @@ from fractions import Fraction
 from .ratios import canonical_time
 from .structure import split_top
 from .units import has_wrapped_words, split_unit
-from .wrappers import plain_text_math, stated_number, undecorated
+from .wrappers import number_from_words, plain_text_math, stated_number, undecorated
 
 # Longest number the in-process fast path reads; longer ones go to a worker under the deadline.
 MAX_FAST_NUMBER_CHARS = 60
@@ -60,9 +60,6 @@ CURRENCY = re.compile(r"\\\$|\$|€|£|\\textdollar\b|\\euro\b|\\pounds\b|\brs\.
 # A currency sign is the answer's unit (`\\$1250` is not `1250 \\text{ cents}`).
 CURRENCY_UNITS = ((re.compile(r"\\\$|\\textdollar\b"), "dollar"), (re.compile(r"€|\\euro\b"), "euro"))
 IMAGINARY_UNIT = re.compile(r"\\(?:mathrm|text|mathit)\s*\{\s*([ie])\s*\}")
-NUMBER_WORDS = {word: str(value) for value, word in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty".split())}  # fmt: skip
 # "10,455" but not the pair "(12,102)": a comma right inside brackets separates items.
 THOUSANDS = re.compile(r"(?<![\d.,(\[{])(\d{1,3})((?:,\d{3})+)(?![\d,)\]])")
 SPACE_THOUSANDS = re.compile(r"-?\d{1,3}(?: \d{3})+(?:\.\d+)?")
@@ -274,8 +271,9 @@ def normalize_answer(answer: str, strip_units: bool = True, reference: bool = Fa
         text = text.replace(" ", "")
     while text.startswith("{") and balanced_close(text, 0) == len(text):  # LaTeX grouping braces: {1,3}, {{12}}
         text = text[1:-1].strip()
-    if text_answer and text.lower() in NUMBER_WORDS:  # `\\text{twelve}`
-        text = NUMBER_WORDS[text.lower()]
+    spelled = number_from_words(text) if re.fullmatch(r"[A-Za-z][A-Za-z\s-]*\.?", text) else None
+    if spelled is not None:  # "twenty-four", "a million", "one half", `\\text{twelve}`
+        text = spelled
     text = _repeating_decimal(_set_builder(stated_number(text, lambda part: plain_number(part) is not None)))
     mixed = _mixed_number(text)
     if mixed is not None:

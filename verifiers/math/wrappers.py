@@ -87,3 +87,45 @@ def stated_number(text: str, is_number) -> str:
     if re.search(r"[a-zA-Z]", re.sub(r"\\[a-zA-Z]+", " ", " ".join(parts[:-1]))):
         return text  # `x = 5`, `f(2) = 5`: a name and its value, which the comparison reads
     return parts[-1]
+
+
+UNITS = "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen".split()
+TENS = {word: 10 * (i + 2) for i, word in enumerate("twenty thirty forty fifty sixty seventy eighty ninety".split())}
+SCALES = {"hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9}
+FRACTION_WORDS = {"half": 2, "halves": 2, "third": 3, "thirds": 3, "quarter": 4, "quarters": 4, "fourth": 4,
+                  "fourths": 4, "fifth": 5, "fifths": 5}  # fmt: skip
+
+
+def number_from_words(text: str) -> str | None:
+    """The number a whole answer spells ("twenty-four" -> "24", "a million" -> "1000000", "one half" -> "1/2",
+    "three quarters" -> "3/4"), or None when `text` is anything but number words."""
+    words = re.sub(r"[\s-]+", " ", text.strip().lower().rstrip(".")).split()
+    if not words or len(words) > 8:
+        return None
+    if len(words) == 2 and words[1] in FRACTION_WORDS:  # "one half", "a third", "three quarters"
+        numerator = 1 if words[0] in ("a", "an") else _whole_number(words[:1])
+        plural = words[1].endswith("s")
+        if numerator is None or plural == (numerator == 1):
+            return None  # "one halves", "three quarter": not a fraction as written
+        return f"{numerator}/{FRACTION_WORDS[words[1]]}"
+    value = _whole_number(words)
+    return None if value is None else str(value)
+
+
+def _whole_number(words: list[str]) -> int | None:
+    """ "twenty four", "a hundred and five", "two million": the whole number, or None."""
+    if words[:1] in (["a"], ["an"]) and len(words) > 1 and words[1] in SCALES:
+        words = ["one", *words[1:]]
+    total, current, seen = 0, 0, False
+    for word in words:
+        if word in UNITS:
+            current, seen = current + UNITS.index(word), True
+        elif word in TENS:
+            current, seen = current + TENS[word], True
+        elif word == "hundred" and seen:
+            current *= 100
+        elif word in SCALES and seen:
+            total, current = total + current * SCALES[word], 0
+        elif word != "and" or not seen:
+            return None
+    return total + current if seen else None

@@ -1,6 +1,6 @@
 """Right answers in forms that decorate or spell their value (docs/verifiers.md, "Wrappers, invisible characters,
 plain-text math and answer cues"): box-like wrappers, invisible characters inside a number, an equation chain without
-variables ending in the value, answer cues in more languages, `sqrt(2)` and `pi/2` in plain text. Each pays, and the
+variables ending in the value, answer cues in more languages, `sqrt(2)` and `pi/2` in plain text, number words. Each pays, and the
 same form around another value does not."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from trl_grpo_ext.verifiers.math.normalize import normalize_answer
-from trl_grpo_ext.verifiers.math.wrappers import plain_text_math, stated_number, undecorated
+from trl_grpo_ext.verifiers.math.wrappers import number_from_words, plain_text_math, stated_number, undecorated
 
 PAID = [
     (r"$\framebox{5}$", "5"),
@@ -34,6 +34,10 @@ PAID = [
     ("The answer is sqrt(2).", r"\sqrt{2}"),
     ("x = pi/2", r"\frac{\pi}{2}"),
     ("The answer is pi/2.", r"\frac{\pi}{2}"),
+    ("The answer is twenty-four.", "24"),
+    (r"$\boxed{\text{one half}}$", r"\frac12"),
+    (r"$\boxed{\text{a million}}$", "1000000"),
+    ("Final answer: three quarters", "0.75"),
 ]
 REFUSED = [
     (r"$\boxed{\underbrace{5}_{6}}$", "6"),  # the label is not the value
@@ -43,6 +47,10 @@ REFUSED = [
     ("The answer is sqrt(2).", "2"),
     ("The answer is pi/2.", "2"),
     ("A resposta é 7.", "8"),
+    ("The answer is twenty-five.", "24"),
+    (r"$\boxed{\text{six million}}$", "6"),
+    (r"$\boxed{6 \text{ million}}$", "6"),
+    (r"$\boxed{\text{one halves}}$", r"\frac12"),
 ]
 
 
@@ -62,3 +70,10 @@ def test_the_rewrites():
     assert stated_number("x = 5", is_number) == "x = 5"  # a name and its value
     assert stated_number(r"2 \le 5", is_number) == r"2 \le 5"
     assert normalize_answer(r"\boxed{\boxed{5}}").text == "5"
+    assert [number_from_words(t) for t in ("twenty-four", "a million", "one half", "two hundred and five")] == [
+        "24",
+        "1000000",
+        "1/2",
+        "205",
+    ]
+    assert number_from_words("odd") is None and number_from_words("hundred") is None
