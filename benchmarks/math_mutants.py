@@ -23,6 +23,16 @@ each known by construction to be a different answer:
 - `hedge_across_sentences` (issue 32): the reference, then in a later clause or sentence "though it could also be
   X", "X might be right too", "On reflection it might be X".
 
+Ratios, clock times and the sentence around an answer (`math_mutants_sentences.py`, whole completions, never placed
+in other templates): `ratio` (permutations, one term rescaled, a negative factor, a term added or dropped, the
+running quotient), `clock` (another time, the other half of the day, the time halved, the half left open),
+`box_context` (the reference boxed in a question, a denial, a hypothesis, an aside, before a correction in prose, or
+with a judgement inside the box), `anchor_clause` (a wrong value stated before a clause naming the reference, a
+compound quantity, the reference affirmed and denied), `truncated` (the reference as an intermediate result of a
+completion cut off while it goes on working), `json` (a wrong "answer" field beside a "reasoning" that states the
+reference) and `run_on` (a wrong answer, then a new turn or an invented next problem stating the reference). The
+ratio and clock references (`RATIO_REFERENCES`, `TIME_REFERENCES`) join the probes' references.
+
 Issue 32: real policies write whole completions, not bare boxes. So every mutant with one wrong final answer X is
 also placed in completion templates (`TEMPLATES`): a chain of thought ending in `\\boxed{X}`, Minerva ("Final
 Answer: The final answer is $X$. I hope it is correct."), GSM8K ("... #### X"), bold ("**Answer:** X", "The answer
@@ -60,6 +70,11 @@ from pathlib import Path
 from typing import NamedTuple
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import math_mutants_sentences as sentences  # noqa: E402  (a benchmark module beside this one)
+
+# Ratios, clock times and the sentence around an answer (`math_mutants_sentences.py`).
+SENTENCE_CLASSES = ("ratio", "clock", "box_context", "anchor_clause", "truncated", "json", "run_on")
 CLASSES = (
     "value",
     "qualifier",
@@ -70,9 +85,10 @@ CLASSES = (
     "echo",
     "cut_off",
     "hedge_across_sentences",
+    *SENTENCE_CLASSES,
 )
 # Classes whose mutants are whole completions already: each form is its own template, never placed in others.
-WHOLE_CLASSES = ("cut_off", "hedge_across_sentences")
+WHOLE_CLASSES = ("cut_off", "hedge_across_sentences", *SENTENCE_CLASSES)
 QUALIFIERS = (r"\text{ or more}", r"\text{ at least}", " or less", r"\text{ approximately}")
 OTHER_UNITS = {"cm": "m", "m": "km", "km": "mi", "mi": "km", "ft": "in", "in": "ft", "kg": "g", "g": "kg"}
 PERTURBATIONS = (
@@ -249,6 +265,9 @@ def mutants(reference: str) -> list[Mutant]:
         )
         found = [Mutant("hedge", form, reference) for form in forms]
         return found + _hedges_across_sentences(letter, other, reference, letter=True)
+    if reference in sentences.RATIO_REFERENCES or reference in sentences.TIME_REFERENCES:
+        made = sentences.ratio_mutants if reference in sentences.RATIO_REFERENCES else sentences.clock_mutants
+        return [Mutant(kind, text, reference, form) for kind, text, form in made(reference)]
     norm = normalize_answer(reference)
     if norm.invalid or not norm.text:
         return []
@@ -290,7 +309,21 @@ def mutants(reference: str) -> list[Mutant]:
         found += _cut_offs(answer, values[0], reference)
         if number is not None or _is_leaf(answer):
             found += _hedges_across_sentences(answer, values[0], reference)
+            found += _sentence_mutants(answer, values[0], reference, number)
     return found
+
+
+def _sentence_mutants(answer: str, wrong: str, reference: str, number) -> list[Mutant]:
+    """The classes of `math_mutants_sentences.py` that take a reference and a wrong value of it."""
+    integer = number is not None and number.denominator == 1 and re.fullmatch(r"-?\d+", answer) is not None
+    made = [
+        *sentences.box_context_mutants(answer, wrong),
+        *sentences.anchor_clause_mutants(answer, wrong, integer),
+        *sentences.json_mutants(answer, wrong),
+        *sentences.run_on_mutants(answer, wrong),
+        *(sentences.truncated_mutants(int(number)) if integer else []),
+    ]
+    return [Mutant(kind, text, reference, form) for kind, text, form in made]
 
 
 def _approximations(answer: str, number) -> list[str]:
@@ -562,7 +595,9 @@ def probe_references() -> list[str]:
     from math_probes import PROBES
     from math_probes_classes import CLASS_PROBES
 
-    return sorted({p.ref for p in [*PROBES, *CLASS_PROBES]})
+    return sorted(
+        {p.ref for p in [*PROBES, *CLASS_PROBES]} | {*sentences.RATIO_REFERENCES, *sentences.TIME_REFERENCES}
+    )
 
 
 def public_references() -> list[str]:

@@ -1,8 +1,8 @@
-"""`\\boxed{}` and `\\fbox{}` in a text, brace-balanced. Pure string work."""
+"""`\\boxed{}`, `\\fbox{}` and `\\framebox{}` in a text, brace-balanced. Pure string work."""
 
 from __future__ import annotations
 
-BOX_COMMANDS = ("\\boxed", "\\fbox")
+BOX_COMMANDS = ("\\boxed", "\\fbox", "\\framebox")
 
 
 def balanced_group(text: str, open_at: int) -> int:
@@ -37,6 +37,8 @@ def find_boxes(text: str) -> list[tuple[int, int, str]]:
         i = start + len(cmd)
         while i < len(text) and text[i] == " ":
             i += 1
+        while text.startswith("[", i) and text.find("]", i, i + 40) > 0:  # `\framebox[2cm][c]{5}`: width, position
+            i = text.find("]", i, i + 40) + 1
         if i < len(text) and text[i] == "{":
             end = balanced_group(text, i)
             if end < 0:

@@ -2,22 +2,27 @@
 
 The text is first read as rendered (`rendering`). Then, first hit wins:
 1. text inside `<think>...</think>` is dropped (an unclosed `<think>` means no answer was given);
-2. the last `<answer>...</answer>` block narrows the search to its content;
+2. the last `<answer>...</answer>` block narrows the search to its content; a JSON object's "answer" or
+   "final_answer" field is the answer (`json_answer`);
 3. `\\boxed{}` / `\\fbox{}` (`boxes`): one box, or several boxes that form one list (`\\boxed{1}, \\boxed{2}`);
    boxes with different contents separated by prose are a hedge, unless a final-answer label or a retraction comes
    before the last one; after the box, a retraction reads the value the text ends on, a final-answer label that
-   states another value decides, and alternatives ("(or $10^3$)") must all be right;
+   states another value decides, and alternatives ("(or $10^3$)") must all be right; a box whose sentence does not
+   commit to it (a question, a denial, a hypothesis, an aside: `context.box_context`) or that holds a judgement
+   (`\\boxed{5 \\text{ is wrong}}`) is no answer;
 4. a multiple-choice letter when the reference is a letter (`letters`);
 5. the prose (`prose`): anchors, a bare formula, a first line that is only the answer, what the last sentence
-   commits to.
+   commits to; a completion cut off while its working goes on has none (`context.working_goes_on`).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 
 from .boxes import find_boxes
+from .context import box_context, judged_in_box, last_sentences, working_goes_on
 from .letters import letter_answer, reference_letter
 from .prose import (
     ANCHORS,
@@ -34,6 +39,7 @@ from .prose import (
     bare_answer,
     candidates,
     committed_value,
+    cut_off,
     leading_line,
     looks_like_prose,
     plain_text,
@@ -50,10 +56,13 @@ UNIT_AFTER_BOX = re.compile(
     r"[\s$]*(?:\\(?:text|mathrm|mbox)\s*\{([^{}]*)\}|([a-zA-Z]+(?:/[a-zA-Z]+)?(?:\s+[a-zA-Z]+)?)(?=\s*(?:[.,;!?$]|$)))"
 )
 PLAIN_NUMBER = re.compile(r"\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?:/\d+)?")
-BOXED_ANYWHERE = re.compile(r"\\(?:boxed|fbox)\s*\{([^{}]*)\}")
+BOXED_ANYWHERE = re.compile(r"\\(?:boxed|fbox|framebox)\s*\{([^{}]*)\}")
 # The longest text between two boxes that still reads as one list: "\boxed{1}, \boxed{2} and \boxed{3}".
 MAX_BOX_GAP_CHARS = 80
 MAX_BOX_GAP_WORDS = 4
+# The fields of a JSON answer that hold the answer ("answer", "final_answer"); its other fields ("reasoning") do not.
+ANSWER_FIELDS = frozenset({"answer", "final_answer", "finalanswer"})
+JSON_FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -140,6 +149,11 @@ def _unless_qualified(text: str, start: int, end: int, answer: str, trusted: boo
     before, after = text[max(0, start - 40) : start], text[end:]
     if QUALIFIER_BEFORE.search(before) or QUALIFIER_AFTER.match(after):
         return Extraction(None, "unparseable: qualified answer")
+    if judged_in_box(answer):
+        return Extraction(None, "unparseable: judgement in the box")
+    uncommitted = box_context(text, start, end)
+    if uncommitted is not None:  # "Is it \boxed{5}?", "it cannot be \boxed{5}", "Suppose \boxed{5}; ..."
+        return Extraction(None, f"uncommitted: {uncommitted}")
     retraction = RETRACTION.search(after)
     if retraction:  # "\\boxed{5}. Wait, that's wrong: the correct value is $7$."
         return _corrected(after[retraction.end() :])
@@ -187,12 +201,42 @@ def _corrected(after: str) -> Extraction:
     return Extraction(None, "retracted")
 
 
+def json_answer(text: str, letters: str | None = None) -> Extraction | None:
+    """The answer of a completion written as a JSON object with an "answer" or "final_answer" field (the whole text, a
+    fenced block, or the span from its first `{` to its last `}`): that field's value, read as a completion of its
+    own; None when there is no such object."""
+    if '"' not in text or "{" not in text:
+        return None
+    fences = JSON_FENCE.findall(text)
+    spans = [text.strip(), *fences[-1:], text[text.find("{") : text.rfind("}") + 1]]
+    for span in dict.fromkeys(spans):
+        try:
+            found = json.loads(span)
+        except ValueError:
+            continue
+        if not isinstance(found, dict):
+            continue
+        value = next((v for k, v in found.items() if re.sub(r"[\s_-]", "", str(k)).lower() in ANSWER_FIELDS), None)
+        if value is None:
+            continue
+        if isinstance(value, str):
+            inner = extract_answer(value, letters)
+            return Extraction(inner.answer, "json" if inner.answer else inner.how, inner.candidates)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return Extraction(str(value), "json")
+        return Extraction(None, "unparseable: json answer field")
+    return None
+
+
 def extract_answer(text: str, letters: str | None = None, trusted: bool = False) -> Extraction:
     """The final answer of a completion. `letters` (e.g. "ABCDE") switches on multiple-choice extraction;
     `trusted` (for references) reads several boxes as the last one instead of a hedge."""
     visible = strip_think(text)
     if visible is None:
         return Extraction(None, "unclosed_think")
+    structured = None if trusted else json_answer(answer_tag(visible), letters)
+    if structured is not None:
+        return structured
     visible = rendered(answer_tag(visible))
     boxed = boxed_answer(visible, trusted)
     if boxed is not None and boxed.answer is not None and not boxed.answer.strip():
@@ -205,6 +249,9 @@ def extract_answer(text: str, letters: str | None = None, trusted: bool = False)
             return Extraction(None, "hedge")
         return Extraction(letter, "letter") if letter else Extraction(None, "no_answer")
     answer = anchored_answer(visible)
+    if answer is None and cut_off(visible) and working_goes_on(visible):
+        return Extraction(None, "truncated")  # "First, 6 x 7 = 42. Then we subtract": an intermediate result
+    unfinished = answer is None and not re.search(r"[.!?。)\]}$*][^\w.!?。)\]}$*]*$", visible[-MAX_BOX_GAP_CHARS:])
     if answer is None and ANCHORS.search(visible):
         # An anchor that states no value: what the text commits to is read after it, never before it.
         visible = visible[list(ANCHORS.finditer(visible))[-1].end() :]
@@ -219,6 +266,10 @@ def extract_answer(text: str, letters: str | None = None, trusted: bool = False)
         if found in REASONS:
             return Extraction(None, REASONS[found])
         if found and found.strip():
+            if unfinished and how != "bare" and working_goes_on(visible, ends_on_number=True):
+                last = last_sentences(visible)[0] or ""
+                if plain_text(committed_value(last) or "") != plain_text(found):
+                    return Extraction(None, "truncated")  # "First, 6 x 7 = 42. Then we subtract 5"
             return Extraction(found.strip(), how)
     return Extraction(None, "no_answer")
 
@@ -226,7 +277,7 @@ def extract_answer(text: str, letters: str | None = None, trusted: bool = False)
 def extract_reference(reference: str) -> Extraction:
     """The answer inside a reference: a bare answer as is; a worked solution through its box or anchor."""
     text = rendered(reference).strip()
-    for marker in ("<answer>", "\\boxed", "\\fbox", "####"):
+    for marker in ("<answer>", "\\boxed", "\\fbox", "\\framebox", "####"):
         if marker in text:
             return extract_answer(text, trusted=True)
     if looks_like_prose(text) and ANCHORS.search(text):

@@ -13,8 +13,10 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
+from .ratios import canonical_time
 from .structure import split_top
 from .units import has_wrapped_words, split_unit
+from .wrappers import number_from_words, plain_text_math, stated_number, undecorated
 
 # Longest number the in-process fast path reads; longer ones go to a worker under the deadline.
 MAX_FAST_NUMBER_CHARS = 60
@@ -58,9 +60,6 @@ CURRENCY = re.compile(r"\\\$|\$|€|£|\\textdollar\b|\\euro\b|\\pounds\b|\brs\.
 # A currency sign is the answer's unit (`\\$1250` is not `1250 \\text{ cents}`).
 CURRENCY_UNITS = ((re.compile(r"\\\$|\\textdollar\b"), "dollar"), (re.compile(r"€|\\euro\b"), "euro"))
 IMAGINARY_UNIT = re.compile(r"\\(?:mathrm|text|mathit)\s*\{\s*([ie])\s*\}")
-NUMBER_WORDS = {word: str(value) for value, word in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty".split())}  # fmt: skip
 # "10,455" but not the pair "(12,102)": a comma right inside brackets separates items.
 THOUSANDS = re.compile(r"(?<![\d.,(\[{])(\d{1,3})((?:,\d{3})+)(?![\d,)\]])")
 SPACE_THOUSANDS = re.compile(r"-?\d{1,3}(?: \d{3})+(?:\.\d+)?")
@@ -69,6 +68,8 @@ MIXED_NUMBER = re.compile(r"(-?)(\d+)\s+(\d+)\s*/\s*(\d+)")
 FACTORIAL_END = re.compile(r"(?:[\d)}\]|]|(?<![a-zA-Z\\])[a-zA-Z])!!?$")
 BOLD = re.compile(r"\*\*(.+?)\*\*")
 RELATION_WORDS = {"<=": r" \le ", ">=": r" \ge ", "!=": r" \ne "}
+# `\\not=` is `\\ne` and `\\not\\in` is `\\notin`; any other `\\not` negates a relation no comparison reads.
+NEGATED_RELATION = re.compile(r"\\not\s*(=|\\in(?![a-zA-Z]))")
 RELATION_COMMANDS = re.compile(r"\\(?:leqslant|leq|le)\b|\\(?:geqslant|geq|ge)\b|\\(?:neq|ne)\b|\\lt\b|\\gt\b")
 LIST_WORDS = re.compile(r"\s*(?:\\text\{\s*(?:and|or)\s*\}|\b(?:and|or)\b)\s*")
 ALTERNATIVE_WORD = re.compile(r"\\text\{\s*or\s*\}|\bor\b")
@@ -177,6 +178,7 @@ def _repeating_decimal(text: str) -> str:
 def _relations(text: str) -> str:
     for plain, latex in RELATION_WORDS.items():
         text = text.replace(plain, latex)
+    text = NEGATED_RELATION.sub(lambda m: " \\ne " if m.group(1) == "=" else " \\notin ", text)
 
     def command(match: re.Match) -> str:
         name = match.group(0)
@@ -232,6 +234,7 @@ def normalize_answer(answer: str, strip_units: bool = True, reference: bool = Fa
     if "matrix" not in text and "array" not in text:  # answers copied from JSON or code: \\frac -> \frac
         text = re.sub(r"\\\\(?=[a-zA-Z])", r"\\", text)
     text = re.sub(r"\s*\{\s*,\s*\}\s*", ",", text).replace("\\dots", "\\ldots").replace("\\cdots", "\\ldots")
+    text = plain_text_math(undecorated(text))  # `\boxed{\boxed{5}}`, `\hspace{1em}`, `sqrt(2)`
     text = IMAGINARY_UNIT.sub(r"\1", _unicode_and_named_sets(text))  # `3+4\\mathrm{i}`
     text = re.sub(r"(\d),\\!\s*(?=\d)", r"\1,", text)
     text = SPACING.sub(" ", text)
@@ -243,6 +246,9 @@ def normalize_answer(answer: str, strip_units: bool = True, reference: bool = Fa
     wrapped_words = has_wrapped_words(_strip_punctuation(text))
     text = _unwrap_text(text)
     text = _strip_punctuation(text)
+    time = canonical_time(text)
+    if time is not None:  # `4:30 PM`: a time of day, not a quotient and not a number with a unit
+        return Normalized(time, text_answer=text_answer)
     text, percent = _strip_percent(text)
     unit = None
     if strip_units and not percent:
@@ -253,6 +259,8 @@ def normalize_answer(answer: str, strip_units: bool = True, reference: bool = Fa
         text, percent = _strip_percent(text)
     unit = unit or currency or ("deg" if degrees else None)
     text = _relations(_fracs_and_roots(text))
+    if re.search(r"\\not(?![a-zA-Z])", text):
+        return Normalized(text, percent, "unparseable: negated relation", unit)
     if re.search(r"\d|\\", text) and LIST_WORDS.search(text):
         text = _list_words(text)
     if re.fullmatch(r"-?0,\d+", text.strip()):  # 0,111 can only be a decimal comma
@@ -263,9 +271,10 @@ def normalize_answer(answer: str, strip_units: bool = True, reference: bool = Fa
         text = text.replace(" ", "")
     while text.startswith("{") and balanced_close(text, 0) == len(text):  # LaTeX grouping braces: {1,3}, {{12}}
         text = text[1:-1].strip()
-    if text_answer and text.lower() in NUMBER_WORDS:  # `\\text{twelve}`
-        text = NUMBER_WORDS[text.lower()]
-    text = _repeating_decimal(_set_builder(text))
+    spelled = number_from_words(text) if re.fullmatch(r"[A-Za-z][A-Za-z\s-]*\.?", text) else None
+    if spelled is not None:  # "twenty-four", "a million", "one half", `\\text{twelve}`
+        text = spelled
+    text = _repeating_decimal(_set_builder(stated_number(text, lambda part: plain_number(part) is not None)))
     mixed = _mixed_number(text)
     if mixed is not None:
         return Normalized(mixed.text, percent, mixed.invalid, unit)

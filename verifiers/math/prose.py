@@ -23,29 +23,32 @@ from __future__ import annotations
 
 import re
 
+from .context import HEDGE, HEDGE_WORDS, MATH_BLOCK, NEGATED, NEGATION, SEVERAL, statement_head
 from .units import VALUE_WORDS, canonical_unit, counted_noun
 
 ANCHORS = re.compile(
-    r"final answer is|final answer:|the answer is|answer is|answer to (?:the|this) (?:problem|question) is|answer:|réponse est|réponse ?:|答案是|答案[:：]|####",
+    r"final answer is|final answer:|the answer is|answer is|answer to (?:the|this) (?:problem|question) is|answer:|réponse est|réponse ?:|答案是|答案[:：]|####|"
+    # Portuguese, Italian, German, Indonesian, Vietnamese
+    r"resposta (?:final )?é|resposta(?: final)?:|risposta (?:finale )?è|risposta(?: finale)?:|antwort ist|antwort:|"
+    r"jawaban(?:nya)? (?:akhir(?:nya)? )?(?:adalah|ialah)|jawaban(?: akhir)?:|đáp án (?:là|cuối cùng là)|đáp án:|"
+    r"câu trả lời (?:là|cuối cùng là)",
     re.IGNORECASE,
 )
 NUMBER = re.compile(
     r"\\frac\s*\{-?\d+\}\s*\{\d+\}|(?<![A-Za-z0-9_.^{])-?(?:\d{1,3}(?:,\d{3})+|\d+)?(?:\.\d+)?(?:/\d+)?(?![0-9])"
 )
-MATH_BLOCK = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]|\\\(([^\n]+?)\\\)|\$([^$\n]+?)\$", re.DOTALL)
 PROSE_WORD = re.compile(r"(?<![\\a-zA-Z])[a-zA-Z]{3,}")
 SENTENCE_END = re.compile(r"\.(?=\s|$)|\n|。")
-# Answers that name several candidates, or deny the one they name: extraction reports a hedge.
-HEDGE = "hedge"
 # Why prose gives no answer: its last sentence was cut off, or a qualifier changes its number ("at least 4").
 TRUNCATED = "truncated"
 QUALIFIED = "unparseable: qualified answer"
-REASONS = {HEDGE: HEDGE, TRUNCATED: TRUNCATED, QUALIFIED: QUALIFIED}
+REASONS = {HEDGE: HEDGE, TRUNCATED: TRUNCATED, QUALIFIED: QUALIFIED, SEVERAL: SEVERAL}
 # Words that take back what was just stated: the completion's answer is what it commits to after them.
 RETRACTION = re.compile(
     r"\b(?:wait|oops|mistake|error|wrong|incorrect|correction|on\s+(?:second\s+thought|reflection)|"
     r"re-?(?:do|doing|calculate|calculating|compute|computing|check|checking|consider|considering)|"
-    r"let\s+me\s+(?:re|fix|correct))",
+    r"let\s+me\s+(?:re|fix|correct)|(?:but|however),?\s+the\s+(?:correct|right|actual|true|real)\b|"
+    r"\bthe\s+(?:correct|right|actual|true)\s+(?:answer|value|count|result|number|total|sum)\s+(?:is|was)\b)",
     re.IGNORECASE,
 )
 # An explicit label of the final answer ("**Final Answer:**", "the answer is", "####") right before a box.
@@ -89,14 +92,6 @@ CLAUSE_WINDOW = 300
 DENIAL = re.compile(r"\b(?:wrong|incorrect|mistaken|impossible|undefined)\b", re.IGNORECASE)
 # Verbs after which the rest of a sentence states a value: "The area is 3\\pi.", "We get x^2 + 1."
 STATING_VERB = re.compile(r"\b(?:is|are|was|equals|gives|get|gets|becomes|obtain|find)\b\s*:?", re.IGNORECASE)
-HEDGE_WORDS = re.compile(
-    r"\b(?:or|either|maybe|perhaps|possibly|probably|might|could|unless|otherwise|alternatively)\b", re.IGNORECASE
-)
-NEGATION = re.compile(
-    r"\b(?:not|never|cannot|isn't|aren't|non|pas|instead of|rather than|except)\b|n't\b|不是|不", re.IGNORECASE
-)
-# A negation within the last few words before a candidate denies it: "not 3", "it can't be A".
-NEGATED = re.compile(f"(?:{NEGATION.pattern})" + r"\W*(?:\w+\W+){0,2}\W*$", re.IGNORECASE)
 CLAUSE_BREAK = re.compile(r"[,;。!?\n]|\.(?=\s|$)|\b(?:because|since|so|as|which|that)\b", re.IGNORECASE)
 # Words around a box that qualify its value: "at least \boxed{7}", "\boxed{12} or more", "\ge \boxed{3}".
 QUALIFIER_BEFORE = re.compile(
@@ -414,17 +409,24 @@ def affirmed(sentence: str, candidates: list[tuple[int, int, str]]) -> str | Non
     if not any(denied):
         return None
     kept = [text for (_, _, text), no in zip(candidates, denied) if not no]
-    return kept[-1] if kept else HEDGE
+    rejected = {plain_text(text) for (_, _, text), no in zip(candidates, denied) if no}
+    if not kept or rejected & {plain_text(text) for text in kept}:
+        return HEDGE  # nothing affirmed, or the value affirmed is also denied: "12 (not 12)"
+    return kept[-1]
 
 
 def looks_like_prose(text: str, min_words: int = 3) -> bool:
     """At least `min_words` plain words (3+ letters, not LaTeX commands, not in `\\text{}`): a sentence."""
     plain = re.sub(r"\\(?:text|begin|end|mathrm|operatorname)\{[^{}]*\}", "", text)
-    return len(PROSE_WORD.findall(plain)) >= min_words
+    return sum(word.lower() not in BARE_WORDS for word in PROSE_WORD.findall(plain)) >= min_words
 
 
 def _answer_in_sentence(sentence: str, single_value: bool = False) -> str | None:
-    """The answer in the sentence after an anchor: after its last " is ", a math block, a formula, or its first number."""
+    """The answer in the sentence after an anchor (up to the clause that describes it: `statement_head`): after its
+    last " is ", a math block, a formula, or its first number (`SEVERAL` for "3 hours and 20 minutes")."""
+    sentence = statement_head(sentence)
+    if sentence in (HEDGE, SEVERAL):
+        return sentence
     if " is " in sentence:
         sentence = sentence[sentence.rindex(" is ") + 4 :]
     if looks_like_prose(sentence, min_words=1):

@@ -23,7 +23,7 @@ from ..core.registry import register_verifier
 from .batch import BatchMemo
 from .closed_form import operation_left
 from .extract import extract_answer
-from .fast import degree_pairs, fast_compare, percent_pairs
+from .fast import degree_pairs, fast_compare, percent_pairs, shape_verdict
 from .normalize import Normalized
 from .numbers import Tolerance
 from .remembered import ResultMemory
@@ -33,7 +33,7 @@ logger = logging.getLogger("trl_grpo_ext.verifiers.math")
 
 PERCENT_MODES = ("either", "strip", "fraction")
 # Bump when a rule that can change a verdict changes: cached verdicts of other versions are then never read.
-RULES_VERSION = "math-2026.12-2"
+RULES_VERSION = "math-2026.12-3"
 # Libraries whose version can change a worker's verdict (part of the verdict cache's namespace).
 SYMPY_LIBRARIES = ("sympy", "latex2sympy2_extended", "mpmath")
 
@@ -340,6 +340,13 @@ class MathVerifier(Verifier):
         undecided = []
         tolerance = Tolerance(self.rel_tol, self.abs_tol)
         for pred, ref in percent_pairs(pred_norm, ref_norm, self.percent) + degree_pairs(pred_norm, ref_norm):
+            shaped = shape_verdict(pred, ref)  # a clock time or a ratio: never a quotient
+            if isinstance(shaped, bool):
+                if shaped:
+                    return True
+                continue
+            if shaped is not None:
+                pred, ref = shaped
             verdict = fast_compare(pred, ref, tolerance, pred_norm.text_answer or ref_norm.text_answer)
             if verdict is True:
                 return True
