@@ -688,7 +688,8 @@ def test_the_examples_yaml_files_read_as_compare_tasks(name):
         assert task.reference_column == "answer" and settings["model_init_kwargs"] == {"dtype": "bfloat16"}
     else:
         assert task.builtin and settings["max_completion_length"] == 4
-    assert not {"logging_steps", "report_to", "output_dir", "advantage_estimator"} & set(settings)
+    assert not {"logging_steps", "output_dir", "advantage_estimator"} & set(settings)
+    assert settings.get("report_to", "none") == "none"  # a file's trackers pass through to every run; these set none
 
 
 def test_command_plans_from_the_built_in_task_or_the_file():
