@@ -12,9 +12,11 @@ same command again, in this session or a later one, and only the unfinished unit
 report) is what the report is rebuilt from (`trl-grpo-ext compare --replot DIR`). The base model, the task's dataset
 folder and the trainers' folders are made again where missing.
 
-Settings, the real-model example's (examples/grpo_real_model.py): full fine-tuning, learning rate 2e-5 constant,
-beta 0, 4 prompts x 8 completions of at most 16 tokens per step, temperature 1.0; 1,280 completions per run (the
-example's 40 steps), held-out pass@1 every 640 completions on 52 held-out problems x 8 samples.
+Settings, those of the real-model example's task file (examples/grpo_real_model.py --write_task): full fine-tuning,
+learning rate 2e-5 constant, beta 0, 4 prompts x 8 completions of at most 16 tokens per step, temperature 1.0; the
+file leaves `bf16` to stock's default, which with `use_cpu` is bfloat16 autocast on the CPU (the example itself trains
+in float32), the same for every arm; 1,280 completions per run (the example's 40 steps), held-out pass@1 every 640
+completions on 52 held-out problems x 8 samples.
 """
 
 from __future__ import annotations
