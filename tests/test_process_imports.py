@@ -46,8 +46,9 @@ MATH_WORKER_MODULES = {
     *(
         f"{V}.math.{m}"  # the comparison and the warm-up (math/__init__.py lists the worker's side)
         for m in (
-            "compare", "expressions", "normalize", "numbers", "parse", "points", "prediction", "refute", "relations",
-            "structure", "units", "warmup",
+            "compare", "expressions", "normalize", "numbers", "parse", "points", "prediction", "ratios", "refute",
+            "relations", "structure", "units", "warmup",
+            "wrappers",  # ratios and wrappers: pieces of normalize, standard library only
         )
     ),
 }  # fmt: skip
