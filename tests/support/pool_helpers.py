@@ -73,6 +73,13 @@ def compare_raising_type_error(*_args) -> None:
     raise TypeError("a bug in the comparison")
 
 
+def compare_raising_on_answers_only(groups, *_args) -> tuple[bool, str]:
+    """A comparison with a bug that only answers other than the reference meet: it decides (reference, reference)."""
+    if any(pred != ref for pairs in groups for pred, ref in pairs):
+        raise TypeError("a bug in the comparison")
+    return True, "symbolic"
+
+
 def compare_raising_recursion_error(*_args) -> None:
     raise RecursionError("maximum recursion depth exceeded")
 

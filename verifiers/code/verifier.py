@@ -27,8 +27,10 @@ its traceback logged. An exception of the judge's own code while it handles this
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
+import traceback
 from collections.abc import Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -230,9 +232,12 @@ class CodeVerifier(Verifier):
             return [bad_completion(completion) for completion in completions]
         try:
             kind, tests = parse_reference(reference)
-        except Exception as exc:  # ValueError, or a mapping that fails in its own way
+        except ValueError as exc:  # parse_reference's word for a reference it cannot use
             logger.warning("code verifier: %s", exc)
             return [VerificationResult(None, f"unusable_reference: {exc}") for _ in completions]
+        except Exception as exc:  # anything else is a bug of parse_reference, not the row's fault
+            logger.debug("code verifier: a bug reading a reference", exc_info=exc)
+            return [self._failed("", f"{BUG}: {type(exc).__name__}: {exc}", exc) for _ in completions]
         language, code = extract_program(completions[0], self.language)
         if language == "cpp" and kind != "stdio":
             why = (
@@ -264,18 +269,22 @@ class CodeVerifier(Verifier):
             except INFRASTRUCTURE_FAILURES as exc:  # the machinery failed: another sandbox or judge may not
                 failure = exc
                 logger.warning("code verifier: %s: %s%s", type(exc).__name__, exc, "; retrying" if not attempt else "")
-            except Exception as exc:  # a bug of this code: retrying runs it again, so it is reported at once
-                logger.error("code verifier: a bug of the verifier's own code, on an item", exc_info=exc)
-                return [self._failed(code, f"{BUG}: {type(exc).__name__}: {exc}") for _ in completions]
+            except Exception as exc:  # a bug of this code: retrying runs it again; the reward adapter logs it
+                logger.debug("code verifier: a bug of the verifier's own code, on an item", exc_info=exc)
+                return [self._failed(code, f"{BUG}: {type(exc).__name__}: {exc}", exc) for _ in completions]
         logger.error("code verifier: giving up on an item", exc_info=failure)
         what = (
             str(failure) if isinstance(failure, (SandboxError, JudgeError)) else f"{type(failure).__name__}: {failure}"
         )
         return [self._failed(code, what) for _ in completions]
 
-    def _failed(self, code: str, what: str) -> VerificationResult:
-        """No verdict: the verifier failed (None, `internal_error: ...`), never the candidate."""
-        return VerificationResult(None, f"{INTERNAL_ERROR}: {what}", code, self._details(Outcome()))
+    def _failed(self, code: str, what: str, exc: BaseException | None = None) -> VerificationResult:
+        """No verdict: the verifier failed (None, `internal_error: ...`), never the candidate; a bug's traceback is
+        kept in `details["traceback"]` (the reward adapter logs the first of each kind at ERROR)."""
+        details = self._details(Outcome())
+        if exc is not None:
+            details["traceback"] = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        return VerificationResult(None, f"{INTERNAL_ERROR}: {what}", code, details)
 
     def _run(self, kind: str, tests: Any, code: str) -> Outcome:
         if kind == "functions":
@@ -459,8 +468,9 @@ class CodeVerifier(Verifier):
     def __del__(self):
         try:
             self.close()
-        except Exception:
-            pass
+        except Exception:  # no caller to raise to: said at ERROR, unless the interpreter is already tearing down
+            if not sys.is_finalizing():
+                logger.error("code verifier: closing it on garbage collection failed", exc_info=True)
 
 
 __all__ = ["CodeVerifier", "extract_code", "extract_program", "parse_reference"]

@@ -6,7 +6,9 @@ a failure of the verifier itself gives None with reason `internal_error: ...`, n
 would train on a signal that is not there. An exception raised while checking one particular answer (a bug of the
 verifier, or of a library it uses, that this answer triggers) scores 0 with a reason of its own,
 `comparison_error: <type>` (`judge_error: ...` in the code judge): None would let a policy escape the penalty by
-crashing the verifier, and the reason keeps it apart from wrong answers in the metrics and the logs. Verifiers know
+crashing the verifier, and the reason keeps it apart from wrong answers in the metrics and the logs. That holds only
+where the reference's own answer, checked the same way, raises nothing; otherwise it is the verifier's failure
+(None). A failure keeps its traceback in `details["traceback"]`, which the reward adapter logs. Verifiers know
 nothing of torch or TRL; `as_reward_function` adapts them.
 """
 

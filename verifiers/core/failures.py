@@ -1,5 +1,6 @@
-"""How a verifier reward function reports failures: one warning per batch, and a stop after `max_failed_batches`
-batches in a row in which the verifier failed on every item (see `reward.py`)."""
+"""How a verifier reward function reports failures (see `reward.py`): the first failure of each kind in a process at
+ERROR with its traceback, one warning per batch with the counts, and a stop after `max_failed_batches` batches in a
+row in which the verifier failed on every item."""
 
 from __future__ import annotations
 
@@ -18,6 +19,42 @@ logger = logging.getLogger("trl_grpo_ext.verifiers.reward")  # the reward adapte
 
 # Reasons of a 0 that is not a verdict on the answer but an exception while checking it (a bug the answer triggers).
 CHECK_ERRORS = ("comparison_error", "judge_error")
+
+
+_logged_kinds: set[tuple[str, str]] = set()
+_logged_lock = threading.Lock()
+
+
+def failure_kind(reason: str) -> str:
+    """What a failure's reason names before its message: `internal_error: crashed: the worker ...` ->
+    `internal_error: crashed`, `comparison_error: TypeError` as is."""
+    return ": ".join(reason.split(": ", 2)[:2])
+
+
+def log_first_of_each_kind(name: str, results: list[VerificationResult], references: list[Any]) -> None:
+    """The first failure of each kind (`failure_kind`) of verifier `name` in this process, at ERROR, with its
+    traceback (or the exception's message where the failure happened in another process) and the answer and
+    reference it happened on: a bug is reported in full once, and the per-batch warnings count the rest."""
+    for result, reference in zip(results, references):
+        if not (result.is_internal_error or result.reason.startswith(CHECK_ERRORS)):
+            continue
+        key = (name, failure_kind(result.reason))
+        with _logged_lock:
+            if key in _logged_kinds:
+                continue
+            _logged_kinds.add(key)
+        details = result.details if isinstance(result.details, dict) else {}
+        trace = details.get("traceback") or details.get("error") or result.reason
+        logger.error(
+            "verifier %r: %s (score %s; the first of this kind in this process, later ones are only counted), "
+            "answer %s, reference %s:\n%s",
+            name,
+            key[1],
+            result.score,
+            f"{result.extracted!r:.{LOGGED_CHARS}}" if result.extracted is not None else "(none extracted)",
+            f"{reference!r:.{LOGGED_CHARS}}",
+            trace,
+        )
 
 
 def warn_internal_errors(name: str, results: list[VerificationResult]) -> None:

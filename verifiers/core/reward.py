@@ -4,7 +4,8 @@ TRL's GRPOTrainer calls `reward(prompts=..., completions=..., completion_ids=...
 dataset columns, `trainer_state`, and two loggers: `log_metric(name, value)` (a scalar averaged per logging step) and
 `log_extra(column, values)` (a column of the completions table). This module stays free of torch and trl imports.
 
-Failures are loud, never silent zeros: a verifier's own failure is a None reward (TRL turns it into NaN, which keeps
+Failures are loud, never silent zeros: the first failure of each kind is logged at ERROR with its traceback, once per
+process; a verifier's own failure is a None reward (TRL turns it into NaN, which keeps
 the completion out of its group's statistics), logged once per batch and counted in `<name>/internal_error_rate`; a
 verifier that fails on every item for `max_failed_batches` batches in a row stops training with a RuntimeError. An
 exception while checking one answer scores 0 (`comparison_error: <type>`, `judge_error: ...`), counted in
@@ -30,7 +31,7 @@ from typing import Any
 from .cache import batch_metrics
 from .completions import completion_text
 from .contract import QUOTED_CHARS, VerificationResult, internal_error, is_missing
-from .failures import FailureWatch, warn_check_errors, warn_internal_errors
+from .failures import FailureWatch, log_first_of_each_kind, warn_check_errors, warn_internal_errors
 from .registry import get_verifier
 
 logger = logging.getLogger("trl_grpo_ext.verifiers.reward")
@@ -203,6 +204,7 @@ class VerifierReward:
             pending.cancel()
             pending = self._prepare(**call)
         results, asked = pending.wait()
+        log_first_of_each_kind(name, results, pending.references)
         warn_internal_errors(name, results)
         warn_check_errors(name, results, pending.references)
         if log_metric is not None:

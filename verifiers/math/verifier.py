@@ -17,7 +17,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.cache import DEFAULT_CACHE_MB, BatchStats, VerdictCache, check_cache_mb, verdict_namespace
-from ..core.contract import VerificationResult, Verifier, bad_completion, comparison_error, is_missing
+from ..core.contract import (
+    VerificationResult,
+    Verifier,
+    bad_completion,
+    comparison_error,
+    internal_error,
+    is_missing,
+)
 from ..core.deadline_pool import DeadlinePool, TaskOutcome
 from ..core.registry import register_verifier
 from .batch import BatchMemo
@@ -34,6 +41,8 @@ logger = logging.getLogger("trl_grpo_ext.verifiers.math")
 PERCENT_MODES = ("either", "strip", "fraction")
 # Bump when a rule that can change a verdict changes: cached verdicts of other versions are then never read.
 RULES_VERSION = "math-2026.12-3"
+# Reason (after `internal_error: `) of an exception that the reference's own answer meets as well: the verifier's.
+REFERENCE_RAISES = "raises_on_the_reference"
 # Libraries whose version can change a worker's verdict (part of the verdict cache's namespace).
 SYMPY_LIBRARIES = ("sympy", "latex2sympy2_extended", "mpmath")
 
@@ -64,6 +73,11 @@ def _reference_of(item: tuple) -> str:
     workers' CPU time about 5 % less; docs/benchmarks.md)."""
     groups = item[0]
     return groups[0][0][1]
+
+
+def _raised(outcome: TaskOutcome) -> bool:
+    """The comparison raised (MemoryError aside: an input too large for the memory limit is the input's)."""
+    return outcome.status == "error" and outcome.error_type != "MemoryError"
 
 
 def _text_key(completion: Any, reference: Any) -> tuple | None:
@@ -197,6 +211,9 @@ class MathVerifier(Verifier):
 
         for key, outcome in zip(asked, self._compare_in_workers(questions())):
             known[key] = outcome
+        self._blame_raised_comparisons(known)
+        for key in asked:
+            outcome = known[key]
             # Only decisions: a timeout (CPU time varies a little with load, see core/cache.py), an error and a
             # failure of the machinery (crashed, stalled, unavailable) are asked again next time.
             if outcome.status == "ok":
@@ -249,10 +266,13 @@ class MathVerifier(Verifier):
         memo.last_question = None
         try:
             decided = self._prepare(i, completion, reference, memo)
-        except Exception as exc:  # a bug that this answer triggers: 0, counted and logged apart (_result_from)
+        except Exception as exc:  # a bug: the answer's doing (0) unless the reference's own answer meets it too (None)
             logger.debug("math verifier failed on item %d", i, exc_info=True)
             trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-            results[i] = comparison_error(type(exc).__name__, f"{type(exc).__name__}: {exc}", traceback=trace)
+            if self._reference_raises(i, reference):
+                results[i] = internal_error(f"{REFERENCE_RAISES}: {type(exc).__name__}: {exc}", traceback=trace)
+            else:
+                results[i] = comparison_error(type(exc).__name__, f"{type(exc).__name__}: {exc}", traceback=trace)
             return False
         if isinstance(decided, _Pending):
             decided.question = memo.last_question
@@ -261,6 +281,15 @@ class MathVerifier(Verifier):
         results[i] = decided
         if _text_key(completion, reference) is not None:
             self._memory.put(completion, reference, decided, memo.last_question, None)
+        return False
+
+    def _reference_raises(self, index: int, reference: Any) -> bool:
+        """Whether the reference's own answer, given boxed as the completion, raises in `_prepare` too."""
+        try:
+            memo = BatchMemo()
+            self._prepare(index, rf"\boxed{{{memo.reference(str(reference)).answer}}}", reference, memo)
+        except Exception:
+            return True
         return False
 
     def _prepare(self, index: int, completion: Any, reference: Any, memo: BatchMemo) -> VerificationResult | _Pending:
@@ -378,6 +407,18 @@ class MathVerifier(Verifier):
             error = f"the worker pool failed: {type(exc).__name__}: {exc}"
             return [TaskOutcome("unavailable", error=error)] * len(sent)
 
+    def _blame_raised_comparisons(self, known: dict[tuple, TaskOutcome | None]) -> None:
+        """Each question whose comparison raised is asked again with its reference on both sides; where that raises
+        too (or finds the reference unusable), the exception is not the answer's doing: its outcome becomes the
+        verifier's failure (None), not a `comparison_error` (0) that every answer to this reference would get."""
+        raised = [key for key, outcome in known.items() if outcome is not None and _raised(outcome)]
+        if not raised:
+            return
+        itself = ([[(ref, ref) for _, ref in group] for group in key] for key in raised)
+        for key, outcome in zip(raised, self._compare_in_workers(itself)):
+            if _raised(outcome) or (outcome.status == "ok" and outcome.value[0] is None):
+                known[key] = TaskOutcome(REFERENCE_RAISES, error=known[key].error)
+
     def _ensure_pool(self) -> DeadlinePool:
         with self._pool_lock:
             if self._pool is None:
@@ -395,7 +436,9 @@ class MathVerifier(Verifier):
           verdicts with a reason, so an exception that escapes it (a RecursionError, a TypeError deep in sympy) is a
           bug, ours or a library's, that this answer triggers: 0.0, because None would let a policy escape the
           penalty by crashing the verifier, with reason `comparison_error: <type>` (the message in `details`), which
-          the reward adapter counts and logs with the answer and the reference.
+          the reward adapter counts and logs with the answer and the reference. Unless the reference's own answer
+          raises as well (`_blame_raised_comparisons`): then no answer could be paid, and it is the verifier's
+          failure, `internal_error: raises_on_the_reference: ...` (None).
         - "crashed" (the worker died twice), "stalled" (it hit the wall-clock backstop without using its CPU budget),
           "unavailable" (no worker could start) and any other status: None, reason `internal_error: ...`.
         None keeps the item out of its group's statistics instead of training on a false 0, and the reason says what

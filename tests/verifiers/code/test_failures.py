@@ -143,9 +143,9 @@ def test_a_sandbox_that_cannot_set_up_its_limits_is_an_internal_error(monkeypatc
         broken.close()
 
 
-def test_a_bug_of_the_verifier_is_not_retried_and_surfaces_with_its_traceback(verifier, monkeypatch, caplog):
-    # A bug of the verifier's own Python would fail again: it is reported at once, as a bug, with its traceback logged,
-    # never retried as if the sandbox or the judge had failed (issue 33).
+def test_a_bug_of_the_verifier_is_not_retried_and_surfaces_with_its_traceback(verifier, monkeypatch):
+    # A bug of the verifier's own Python would fail again: it is reported at once, as a bug, with its traceback (which
+    # the reward adapter logs at ERROR), never retried as if the sandbox or the judge had failed.
     calls = []
 
     def broken_run(*args):
@@ -153,13 +153,24 @@ def test_a_bug_of_the_verifier_is_not_retried_and_surfaces_with_its_traceback(ve
         raise KeyError("surprise")
 
     monkeypatch.setattr(verifier, "_run", broken_run)
-    with caplog.at_level("ERROR", logger="trl_grpo_ext.verifiers"):
-        results = verifier.verify_batch([ADD, "# the same program\n" + ADD], [ADD_TESTS, ADD_TESTS])
+    results = verifier.verify_batch([ADD, "# the same program\n" + ADD], [ADD_TESTS, ADD_TESTS])
     assert len(calls) == 2  # once per distinct program: no retry
     for result in results:
         assert result.score is None and result.reason == "internal_error: bug in the verifier: KeyError: 'surprise'"
-    logged = [record for record in caplog.records if record.exc_info and record.exc_info[0] is KeyError]
-    assert logged and "bug of the verifier" in logged[0].getMessage()
+        assert "broken_run" in result.details["traceback"] and "KeyError: 'surprise'" in result.details["traceback"]
+
+
+def test_a_bug_reading_a_reference_is_the_verifiers_failure_not_an_unusable_reference(verifier, monkeypatch):
+    from trl_grpo_ext.verifiers.code import verifier as module
+
+    def broken_parse(reference):
+        raise TypeError("a bug in parse_reference")
+
+    monkeypatch.setattr(module, "parse_reference", broken_parse)
+    result = verifier.verify(ADD, ADD_TESTS)
+    assert result.score is None
+    assert result.reason == "internal_error: bug in the verifier: TypeError: a bug in parse_reference"
+    assert "broken_parse" in result.details["traceback"]
 
 
 @pytest.mark.parametrize("failure", ["sandbox", "judge", "os"])

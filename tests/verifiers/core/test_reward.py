@@ -197,6 +197,31 @@ def test_a_check_that_raised_scores_zero_counted_apart_and_logged_once_with_answ
     assert "'comparison_error: TypeError' x2" in warnings[0] and "judge_error: KeyError" in warnings[0]
 
 
+@register_verifier("fails_in_two_ways_for_reward_tests")
+def fails_in_two_ways(completion, reference):
+    """A bug of its own on "bug" (an exception: internal_error), a check that raised on "crash"; else exact."""
+    if completion == "bug":
+        raise KeyError("a bug of ours")
+    if completion == "crash":
+        return VerificationResult(0.0, "comparison_error: TypeError", "crash", {"error": "TypeError: deep in sympy"})
+    return float(completion == reference)
+
+
+def test_the_first_failure_of_each_kind_is_logged_at_error_with_its_traceback(caplog):
+    reward = as_reward_function("fails_in_two_ways_for_reward_tests", max_failed_batches=10)
+    with caplog.at_level(logging.ERROR, logger="trl_grpo_ext.verifiers"):
+        for _ in range(3):
+            rewards = reward(prompts=None, completions=["bug", "crash", "bug", "x"], answer=["x"] * 4)
+    assert rewards == [None, 0.0, None, 1.0]
+    errors = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
+    assert len(errors) == 2  # once per kind in the process, not per item or per batch
+    bug, crash = errors
+    assert "internal_error: KeyError" in bug and "score None" in bug
+    assert "Traceback (most recent call last)" in bug and 'raise KeyError("a bug of ours")' in bug
+    assert "comparison_error: TypeError" in crash and "score 0.0" in crash
+    assert "answer 'crash', reference 'x'" in crash and "TypeError: deep in sympy" in crash
+
+
 def test_a_verifier_that_raises_checking_every_answer_stops_training():
     """Zeros from a check that always raises (a broken library) are no reward signal: they count as failed batches."""
     reward = as_reward_function("raises_checking_for_reward_tests", max_failed_batches=2)

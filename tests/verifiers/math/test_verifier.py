@@ -270,15 +270,17 @@ def light_workers(monkeypatch):
     "compare, score, reason",
     [
         ("compare_segfaulting", None, "internal_error: crashed: the worker process died (signal 11 (SIGSEGV))"),
-        ("compare_raising_type_error", 0.0, "comparison_error: TypeError"),
-        ("compare_raising_recursion_error", 0.0, "comparison_error: RecursionError"),
+        ("compare_raising_on_answers_only", 0.0, "comparison_error: TypeError"),
+        ("compare_raising_type_error", None, "internal_error: raises_on_the_reference: TypeError: a bug in the"),
+        ("compare_raising_recursion_error", None, "internal_error: raises_on_the_reference: RecursionError: max"),
         ("compare_raising_memory_error", 0.0, "too_large: MemoryError: "),
     ],
 )
 def test_failures_of_the_comparison_are_told_apart(light_workers, monkeypatch, compare, score, reason):
-    """A crash (after one retry) is the verifier's failure (None); an exception while comparing this answer is a bug
-    it triggers (0, so that crashing the verifier is no escape, with a reason of its own); running out of memory on
-    an input is the input's (0, like a timeout)."""
+    """A crash (after one retry) is the verifier's failure (None); an exception while comparing this answer, where
+    the reference compared with itself raises nothing, is a bug the answer triggers (0, so that crashing the verifier
+    is no escape, with a reason of its own); one the reference meets too is the verifier's failure (None: no answer
+    could be paid); running out of memory on an input is the input's (0, like a timeout)."""
     import pool_helpers
 
     monkeypatch.setattr(light_workers, "compare_task", getattr(pool_helpers, compare))
@@ -308,19 +310,39 @@ def test_workers_that_cannot_start_give_none_for_the_batch(light_workers, monkey
 
 
 def test_a_bug_in_extraction_is_a_comparison_error_not_a_wrong_answer(math_verifier, monkeypatch):
+    """A bug that this answer triggers and the reference's own answer does not: 0, told apart from wrong."""
     import trl_grpo_ext.verifiers.math.verifier as module
 
-    def broken_extraction(*args, **kwargs):
-        raise KeyError("a bug in extraction")
+    extract_answer = module.extract_answer
+
+    def broken_extraction(completion, *args, **kwargs):
+        if "3" in completion:
+            raise KeyError("a bug in extraction")
+        return extract_answer(completion, *args, **kwargs)
 
     monkeypatch.setattr(module, "extract_answer", broken_extraction)
-    broken, ok = math_verifier.verify_batch([r"\boxed{2}", 123], ["2", "2"])
+    broken, ok, right = math_verifier.verify_batch([r"\boxed{3}", 123, r"\boxed{2}"], ["2", "2", "2"])
     assert (broken.score, broken.reason) == (0.0, "comparison_error: KeyError")
     assert (
         broken.details["error"] == "KeyError: 'a bug in extraction'"
         and "broken_extraction" in broken.details["traceback"]
     )
     assert (ok.score, ok.reason) == (0.0, "bad_completion: expected str, got int")
+    assert (right.score, right.reason) == (1.0, "correct")
+
+
+def test_a_bug_that_the_references_own_answer_meets_is_the_verifiers_failure(math_verifier, monkeypatch):
+    """Extraction broken for every text: 0 would read as "every answer is wrong" and train on it; it is None."""
+    import trl_grpo_ext.verifiers.math.verifier as module
+
+    def broken_extraction(*args, **kwargs):
+        raise KeyError("a bug in extraction")
+
+    monkeypatch.setattr(module, "extract_answer", broken_extraction)
+    broken = math_verifier.verify(r"\boxed{41}", "41")  # a text the shared verifier has not remembered
+    assert broken.score is None and broken.is_internal_error
+    assert broken.reason == "internal_error: raises_on_the_reference: KeyError: 'a bug in extraction'"
+    assert "broken_extraction" in broken.details["traceback"]
 
 
 @pytest.mark.parametrize(
