@@ -42,6 +42,14 @@ class MathScriptArguments(ScriptArguments):
         metadata={"help": "Add TRL's think_format_reward (1 for `<think>...</think>` then the answer, else 0)."},
     )
     verifier_timeout_s: float = field(default=5.0, metadata={"help": "Hard deadline per verification, seconds."})
+    verifier_audit_canaries: int = field(
+        default=2,
+        metadata={
+            "help": "Audit the math verifier while training: each batch, score canaries (wrong and right answers "
+            "built from this many of its references, never trained on) and log math/canary_false_positive and "
+            "math/canary_false_negative. 0: off."
+        },
+    )
 
 
 def load_train_dataset(script_args: MathScriptArguments, seed: int):
@@ -59,7 +67,12 @@ def load_train_dataset(script_args: MathScriptArguments, seed: int):
 
 def build_rewards(script_args: MathScriptArguments) -> list:
     # Its workers start now, in the background: they import sympy and warm up while the model loads.
-    math_reward = as_reward_function("math", reference_column="answer", timeout_s=script_args.verifier_timeout_s)
+    math_reward = as_reward_function(
+        "math",
+        reference_column="answer",
+        audit_canaries=script_args.verifier_audit_canaries,
+        timeout_s=script_args.verifier_timeout_s,
+    )
     rewards = [math_reward]
     if script_args.format_reward:
         from trl.rewards import think_format_reward

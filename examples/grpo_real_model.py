@@ -138,7 +138,7 @@ def build_trainer(model_path: str, tokenizer, train_rows: list[dict], args, seed
     rows = train_rows * (args.max_steps * args.prompts_per_step // len(train_rows) + 1)
     trainer = GRPOExtTrainer(
         model=AutoModelForCausalLM.from_pretrained(model_path), args=config, processing_class=tokenizer,
-        reward_funcs=as_reward_function("math", reference_column="answer"),
+        reward_funcs=as_reward_function("math", reference_column="answer", audit_canaries=2),  # never rewards
         train_dataset=Dataset.from_list(rows).shuffle(seed=seed), peft_config=peft_config, callbacks=[progress],
     )  # fmt: skip
     trainer.remove_callback(PrinterCallback)

@@ -28,6 +28,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
+from .audit import CanaryAudit
 from .cache import batch_metrics
 from .completions import completion_text
 from .contract import QUOTED_CHARS, VerificationResult, internal_error, is_missing
@@ -68,6 +69,7 @@ def as_reward_function(
     reference_column: str = "answer",
     max_failed_batches: int = 3,
     start_workers: bool = True,
+    audit_canaries: int = 0,
     **verifier_options: Any,
 ) -> VerifierReward:
     """A TRL reward function `(prompts, completions, **columns) -> list[float | None]` backed by verifier `name`.
@@ -100,8 +102,15 @@ def as_reward_function(
 
     The reward function is a `VerifierReward`: it pickles as its verifier's name and options (see there), so it can
     be handed to a spawned process, such as the rollout process of TRL's AsyncGRPOTrainer.
+
+    `audit_canaries=k` (0: off) audits the verifier while it trains: each batch, canaries built from k of its
+    references are scored too, never returned as rewards, and `<name>/canary_false_positive`,
+    `<name>/canary_false_negative` and `<name>/canary_time_s` are logged (`core/audit.py`; the verifier must build
+    canaries, as `math` does).
     """
-    return VerifierReward(name, reference_column, max_failed_batches, start_workers, **verifier_options)
+    return VerifierReward(
+        name, reference_column, max_failed_batches, start_workers, audit_canaries, **verifier_options
+    )
 
 
 class VerifierReward:
@@ -123,6 +132,7 @@ class VerifierReward:
         reference_column: str = "answer",
         max_failed_batches: int = 3,
         start_workers: bool = True,
+        audit_canaries: int = 0,
         **verifier_options: Any,
     ):
         if not isinstance(reference_column, str) or not reference_column:
@@ -144,6 +154,8 @@ class VerifierReward:
         self.__name__ = self.__qualname__ = f"{name}_reward"
         self.verifier = get_verifier(name, **verifier_options)
         self._watch = FailureWatch(name, max_failed_batches)
+        self.audit_canaries = audit_canaries
+        self._audit = CanaryAudit(name, self.verifier, audit_canaries) if audit_canaries != 0 else None
         atexit.register(_close_if_alive, weakref.ref(self.verifier))
         if start_workers:
             _start_in_background(name, self.verifier)
@@ -154,6 +166,7 @@ class VerifierReward:
             "reference_column": self.reference_column,
             "max_failed_batches": self.max_failed_batches,
             "start_workers": self.start_workers,
+            "audit_canaries": self.audit_canaries,
             "verifier_options": self.verifier_options,
         }
 
@@ -163,6 +176,7 @@ class VerifierReward:
             state["reference_column"],
             state["max_failed_batches"],
             state["start_workers"],
+            state.get("audit_canaries", 0),
             **state["verifier_options"],
         )
 
@@ -170,7 +184,8 @@ class VerifierReward:
         options = "".join(f", {key}={value!r}" for key, value in self.verifier_options.items())
         return (
             f"{type(self).__name__}({self.name!r}, reference_column={self.reference_column!r}, "
-            f"max_failed_batches={self.max_failed_batches}, start_workers={self.start_workers}{options})"
+            f"max_failed_batches={self.max_failed_batches}, start_workers={self.start_workers}, "
+            f"audit_canaries={self.audit_canaries}{options})"
         )
 
     def __call__(self, prompts: Sequence[Any] | None = None, completions: Sequence[Any] = (), **columns: Any):
@@ -232,7 +247,7 @@ class VerifierReward:
                 f"reward function {self.__name__!r} got {len(completions)} completions and {len(references)} "
                 f"values in column {reference_column!r}; pass one reference per completion."
             )
-        return PendingReward(self.verifier, completions, references)
+        return PendingReward(self.verifier, completions, references, self._audit)
 
 
 def _close_if_alive(verifier_ref: weakref.ref) -> None:
@@ -264,9 +279,9 @@ class PendingReward:
     thread outlives the code that dropped the batch.
     """
 
-    def __init__(self, verifier: Any, completions: list[Any], references: list[Any]):
+    def __init__(self, verifier: Any, completions: list[Any], references: list[Any], audit: CanaryAudit | None = None):
         self.completions, self.references = completions, references
-        self._verifier = verifier
+        self._verifier, self._audit = verifier, audit
         self._thread: threading.Thread | None = None
         self._outcome: tuple[list[VerificationResult], list[VerificationResult]] | None = None
         self.metrics: dict[str, float] = {}  # this batch's verification metrics (see `batch_metrics`), once done
@@ -304,6 +319,12 @@ class PendingReward:
             self._outcome = _score(self._verifier, self.completions, self.references, self.metrics)
         except BaseException as exc:  # _score does not raise; anything else reaches the collecting thread
             self._error = exc
+            return
+        if self._audit is not None:
+            try:
+                self.metrics.update(self._audit.run(self.references))
+            except Exception:  # the audit is a measurement: its failure is reported, and the rewards stand
+                logger.error("verifier audit failed on a batch; its canary metrics are missing", exc_info=True)
 
 
 def _same_items(kept: list[Any], given: Any) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import threading
 import time
 import traceback
@@ -28,6 +29,7 @@ from ..core.contract import (
 from ..core.deadline_pool import DeadlinePool, TaskOutcome
 from ..core.registry import register_verifier
 from .batch import BatchMemo
+from .canaries import canaries
 from .closed_form import operation_left
 from .extract import extract_answer
 from .fast import degree_pairs, fast_compare, percent_pairs, shape_verdict
@@ -239,6 +241,10 @@ class MathVerifier(Verifier):
     async def averify_batch(self, completions: Sequence[str], references: Sequence[Any]) -> list[VerificationResult]:
         """`verify_batch` for asyncio code: the event loop keeps running while workers compute."""
         return await asyncio.to_thread(self.verify_batch, completions, references)
+
+    def canaries(self, reference: Any, rng: random.Random) -> tuple[list[str], list[str]]:
+        """Wrong and right completions built from `reference`, for the live audit (`canaries.py`)."""
+        return canaries(str(reference), rng)
 
     def start(self, wait: bool = True) -> None:
         """Start the worker processes (each imports sympy and warms its parser, 2-5 s) now rather than on the first
