@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from script_setup import parse_script_args, tiny_defaults, tiny_model  # examples/script_setup.py, next to this script
 from trl import ModelConfig, ScriptArguments, get_peft_config
@@ -50,6 +51,13 @@ class MathScriptArguments(ScriptArguments):
             "math/canary_false_negative. 0: off."
         },
     )
+    verifier_second_opinion: bool = field(
+        default=False,
+        metadata={
+            "help": "Also grade every completion with math-verify (needs the math-verify package) and log "
+            "math/second_opinion_disagreement; the cases go to <output_dir>/verifier_audit.jsonl."
+        },
+    )
 
 
 def load_train_dataset(script_args: MathScriptArguments, seed: int):
@@ -65,12 +73,14 @@ def load_train_dataset(script_args: MathScriptArguments, seed: int):
     )
 
 
-def build_rewards(script_args: MathScriptArguments) -> list:
+def build_rewards(script_args: MathScriptArguments, output_dir: str | None = None) -> list:
     # Its workers start now, in the background: they import sympy and warm up while the model loads.
     math_reward = as_reward_function(
         "math",
         reference_column="answer",
         audit_canaries=script_args.verifier_audit_canaries,
+        second_opinion=script_args.verifier_second_opinion,
+        audit_log=str(Path(output_dir) / "verifier_audit.jsonl") if output_dir else None,
         timeout_s=script_args.verifier_timeout_s,
     )
     rewards = [math_reward]
@@ -82,7 +92,7 @@ def build_rewards(script_args: MathScriptArguments) -> list:
 
 
 def main(script_args: MathScriptArguments, training_args: GRPOExtConfig, model_args: ModelConfig) -> None:
-    rewards = build_rewards(script_args)
+    rewards = build_rewards(script_args, training_args.output_dir)
     trainer = GRPOExtTrainer(
         model=model_args.model_name_or_path or tiny_model(),
         reward_funcs=rewards,

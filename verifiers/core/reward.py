@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from .audit import CanaryAudit
+from .audit import VerifierAudit
 from .cache import batch_metrics
 from .completions import completion_text
 from .contract import QUOTED_CHARS, VerificationResult, internal_error, is_missing
@@ -70,6 +70,8 @@ def as_reward_function(
     max_failed_batches: int = 3,
     start_workers: bool = True,
     audit_canaries: int = 0,
+    second_opinion: bool = False,
+    audit_log: str | None = None,
     **verifier_options: Any,
 ) -> VerifierReward:
     """A TRL reward function `(prompts, completions, **columns) -> list[float | None]` backed by verifier `name`.
@@ -103,14 +105,16 @@ def as_reward_function(
     The reward function is a `VerifierReward`: it pickles as its verifier's name and options (see there), so it can
     be handed to a spawned process, such as the rollout process of TRL's AsyncGRPOTrainer.
 
-    `audit_canaries=k` (0: off) audits the verifier while it trains: each batch, canaries built from k of its
-    references are scored too, never returned as rewards, and `<name>/canary_false_positive`,
-    `<name>/canary_false_negative` and `<name>/canary_time_s` are logged (`core/audit.py`; the verifier must build
-    canaries, as `math` does).
+    The verifier can be audited while it trains (`core/audit.py`; never a reward): `audit_canaries=k` scores, each
+    batch, canaries built from k of its references and logs `<name>/canary_false_positive`,
+    `<name>/canary_false_negative` and `<name>/canary_time_s`; `second_opinion=True` asks another grader (math-verify,
+    for `math`) about the batch and logs `<name>/second_opinion_disagreement` and `<name>/second_opinion_only_ours`;
+    `audit_log` is a JSONL file where paid canaries and disagreements are appended.
     """
     return VerifierReward(
-        name, reference_column, max_failed_batches, start_workers, audit_canaries, **verifier_options
-    )
+        name, reference_column, max_failed_batches, start_workers, audit_canaries, second_opinion, audit_log,
+        **verifier_options,
+    )  # fmt: skip
 
 
 class VerifierReward:
@@ -133,6 +137,8 @@ class VerifierReward:
         max_failed_batches: int = 3,
         start_workers: bool = True,
         audit_canaries: int = 0,
+        second_opinion: bool = False,
+        audit_log: str | None = None,
         **verifier_options: Any,
     ):
         if not isinstance(reference_column, str) or not reference_column:
@@ -154,8 +160,9 @@ class VerifierReward:
         self.__name__ = self.__qualname__ = f"{name}_reward"
         self.verifier = get_verifier(name, **verifier_options)
         self._watch = FailureWatch(name, max_failed_batches)
-        self.audit_canaries = audit_canaries
-        self._audit = CanaryAudit(name, self.verifier, audit_canaries) if audit_canaries != 0 else None
+        self.audit_canaries, self.second_opinion, self.audit_log = audit_canaries, second_opinion, audit_log
+        audit = VerifierAudit(name, self.verifier, audit_canaries, second_opinion, audit_log)
+        self._audit = audit if audit_canaries or second_opinion else None
         atexit.register(_close_if_alive, weakref.ref(self.verifier))
         if start_workers:
             _start_in_background(name, self.verifier)
@@ -167,6 +174,8 @@ class VerifierReward:
             "max_failed_batches": self.max_failed_batches,
             "start_workers": self.start_workers,
             "audit_canaries": self.audit_canaries,
+            "second_opinion": self.second_opinion,
+            "audit_log": self.audit_log,
             "verifier_options": self.verifier_options,
         }
 
@@ -177,6 +186,8 @@ class VerifierReward:
             state["max_failed_batches"],
             state["start_workers"],
             state.get("audit_canaries", 0),
+            state.get("second_opinion", False),
+            state.get("audit_log"),
             **state["verifier_options"],
         )
 
@@ -185,7 +196,8 @@ class VerifierReward:
         return (
             f"{type(self).__name__}({self.name!r}, reference_column={self.reference_column!r}, "
             f"max_failed_batches={self.max_failed_batches}, start_workers={self.start_workers}, "
-            f"audit_canaries={self.audit_canaries}{options})"
+            f"audit_canaries={self.audit_canaries}, second_opinion={self.second_opinion}, "
+            f"audit_log={self.audit_log!r}{options})"
         )
 
     def __call__(self, prompts: Sequence[Any] | None = None, completions: Sequence[Any] = (), **columns: Any):
@@ -279,7 +291,9 @@ class PendingReward:
     thread outlives the code that dropped the batch.
     """
 
-    def __init__(self, verifier: Any, completions: list[Any], references: list[Any], audit: CanaryAudit | None = None):
+    def __init__(
+        self, verifier: Any, completions: list[Any], references: list[Any], audit: VerifierAudit | None = None
+    ):
         self.completions, self.references = completions, references
         self._verifier, self._audit = verifier, audit
         self._thread: threading.Thread | None = None
@@ -322,9 +336,20 @@ class PendingReward:
             return
         if self._audit is not None:
             try:
-                self.metrics.update(self._audit.run(self.references))
+                self.metrics.update(self._audit.run(_texts(self.completions), self.references, self._outcome[0]))
             except Exception:  # the audit is a measurement: its failure is reported, and the rewards stand
                 logger.error("verifier audit failed on a batch; its canary metrics are missing", exc_info=True)
+
+
+def _texts(completions: list[Any]) -> list[str | None]:
+    """Each completion's text as the verifier reads it; None for one that is not text or a conversation."""
+    texts = []
+    for completion in completions:
+        try:
+            texts.append(completion_text(completion))
+        except TypeError:
+            texts.append(None)
+    return texts
 
 
 def _same_items(kept: list[Any], given: Any) -> bool:

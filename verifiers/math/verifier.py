@@ -36,7 +36,7 @@ from .fast import degree_pairs, fast_compare, percent_pairs, shape_verdict
 from .normalize import Normalized
 from .numbers import Tolerance
 from .remembered import ResultMemory
-from .worker import compare_task, warm_up
+from .worker import compare_task, math_verify_task, warm_up
 
 logger = logging.getLogger("trl_grpo_ext.verifiers.math")
 
@@ -245,6 +245,14 @@ class MathVerifier(Verifier):
     def canaries(self, reference: Any, rng: random.Random) -> tuple[list[str], list[str]]:
         """Wrong and right completions built from `reference`, for the live audit (`canaries.py`)."""
         return canaries(str(reference), rng)
+
+    def second_opinion(self, completions: Sequence[str], references: Sequence[Any]) -> list[bool | None]:
+        """math-verify's verdict on each pair, in this verifier's workers under its CPU deadline (the audit's second
+        opinion); None where it failed or ran out of time. Needs the `math-verify` package."""
+        pool = self._ensure_pool()
+        items = [(str(c), str(r)) for c, r in zip(completions, references)]
+        outcomes = pool.map(math_verify_task, items, timeout_s=self.timeout_s)
+        return [outcome.value if outcome.status == "ok" else None for outcome in outcomes]
 
     def start(self, wait: bool = True) -> None:
         """Start the worker processes (each imports sympy and warms its parser, 2-5 s) now rather than on the first

@@ -22,3 +22,12 @@ def warm_up() -> None:
     from .warmup import warm_up as warm
 
     warm()
+
+
+def math_verify_task(completion: str, reference: str) -> bool:
+    """math-verify's verdict on a completion (`verify(parse(reference), parse(completion))`), for the live audit's
+    second opinion; a bare reference is read as inline math when plain parsing finds nothing in it. Its own
+    timeouts (signals: a worker runs items on its main thread) and the pool's CPU deadline both hold."""
+    from math_verify import parse, verify
+
+    return bool(verify(parse(reference) or parse(f"${reference}$"), parse(completion)))

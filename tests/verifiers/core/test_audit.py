@@ -3,6 +3,7 @@ and their false-positive and false-negative rates are logged; a wrong canary pai
 
 from __future__ import annotations
 
+import json
 import logging
 import pickle
 import random
@@ -92,15 +93,15 @@ def test_the_audit_draws_the_same_canaries_in_every_process():
         reward._audit.verifier = type("Recording", (), {})()
         reward._audit.verifier.canaries = lambda ref, rng, picked=picked: picked.append(ref) or ([], [])
         for _ in range(3):
-            reward._audit.run([str(i) for i in range(10)])
+            reward._audit.run([None] * 10, [str(i) for i in range(10)], [])
         drawn.append(picked)
     assert drawn[0] == drawn[1] and len(drawn[0]) == 6 and len(set(drawn[0][:2])) == 2
 
 
 def test_audit_canaries_is_checked_and_survives_pickling():
-    with pytest.raises(ValueError, match=r"audit_canaries=2 needs a verifier that builds canaries.*'code'"):
+    with pytest.raises(ValueError, match=r"audit_canaries=2 needs a verifier with a `canaries` method.*'code'"):
         as_reward_function("code", audit_canaries=2, start_workers=False)
-    with pytest.raises(ValueError, match=r"audit_canaries=-1 must be >= 0"):
+    with pytest.raises(ValueError, match=r"audit_canaries=-1 must be an integer >= 0"):
         as_reward_function("math", audit_canaries=-1, start_workers=False)
     reward = as_reward_function("math", audit_canaries=3, start_workers=False)
     try:
@@ -109,3 +110,34 @@ def test_audit_canaries_is_checked_and_survives_pickling():
         copy.verifier.close()
     finally:
         reward.verifier.close()
+
+
+def test_a_second_opinion_logs_where_math_verify_disagrees_and_keeps_the_cases(tmp_path):
+    """math-verify pays an unevaluated `3 + 4` (the closed-form rule refuses it) and refuses a ratio written with
+    another common factor (`10:4` for `5:2`), which `math` pays: both are disagreements, one of them paid only by us."""
+    log = tmp_path / "audit.jsonl"
+    reward = as_reward_function("math", n_workers=1, second_opinion=True, audit_log=str(log))
+    try:
+        completions = [r"\boxed{3+4}", r"\boxed{10:4}", r"\boxed{7}", r"\boxed{8}"]
+        rewards, metrics = audit_metrics(reward, completions, ["7", "5:2", "7", "7"])
+    finally:
+        reward.verifier.close()
+    assert rewards == [0.0, 1.0, 1.0, 0.0]
+    assert metrics["math/second_opinion_disagreement"] == 0.5 and metrics["math/second_opinion_only_ours"] == 0.25
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(r["kind"], r["completion"], r["score"], r["second_opinion"]) for r in rows] == [
+        ("disagreement", r"\boxed{3+4}", 0.0, True),
+        ("disagreement", r"\boxed{10:4}", 1.0, False),
+    ]
+    assert rows[0]["reason"].startswith("not_simplified")
+
+
+def test_a_wrong_canary_paid_is_kept_in_the_audit_log(tmp_path):
+    log = tmp_path / "audit.jsonl"
+    reward = as_reward_function("pays_everything_for_audit_tests", audit_canaries=1, audit_log=str(log))
+    audit_metrics(reward, ["anything"], ["7"])
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(rows) == 3 and all(r["kind"] == "canary_paid" and r["reference"] == "7" for r in rows)
+    rng = random.Random("0:0")  # the first batch's generator: it drew the reference, then its canaries
+    rng.sample(["7"], 1)
+    assert sorted(r["completion"] for r in rows) == sorted(canaries("7", rng)[0])

@@ -46,7 +46,7 @@ def test_repr_shows_how_to_rebuild_it():
     reward = as_reward_function("exact_for_pickling_tests", reference_column="ref", strip=False)
     assert repr(reward) == (
         "VerifierReward('exact_for_pickling_tests', reference_column='ref', max_failed_batches=3, start_workers=True, "
-        "audit_canaries=0, strip=False)"
+        "audit_canaries=0, second_opinion=False, audit_log=None, strip=False)"
     )
 
 
