@@ -15,7 +15,7 @@ from fractions import Fraction
 
 from .ratios import canonical_time
 from .structure import split_top
-from .units import has_wrapped_words, split_unit
+from .units import has_wrapped_words, split_unit, unit_as_quotient
 from .wrappers import number_from_words, plain_text_math, stated_number, undecorated
 
 # Longest number the in-process fast path reads; longer ones go to a worker under the deadline.
@@ -98,6 +98,26 @@ def _unwrap_text(text: str) -> str:
         previous = text
         text = TEXT_WRAPPERS.sub(r"\1", text)
     return text
+
+
+VECTOR = re.compile(r"\\begin\{([pbB]?matrix)\}(.*)\\end\{\1\}", re.S)
+
+
+def _vector_as_tuple(text: str) -> str:
+    """A whole answer that is one column or one row of a matrix (`\\begin{pmatrix}1\\\\2\\\\3\\end{pmatrix}`) is
+    the vector `(1, 2, 3)`: a tuple written as a column, as MATH writes its vectors. Determinants (`vmatrix`) and
+    matrices of more than one row and column stay matrices."""
+    vector = VECTOR.fullmatch(text.strip())
+    if vector is None:
+        return text
+    rows = [[cell.strip() for cell in row.split("&")] for row in re.split(r"\\\\", vector.group(2)) if row.strip()]
+    if len(rows) >= 2 and all(len(row) == 1 for row in rows):
+        entries = [row[0] for row in rows]
+    elif len(rows) == 1 and len(rows[0]) >= 2:
+        entries = rows[0]
+    else:
+        return text
+    return "(" + ", ".join(entries) + ")" if all(entries) else text
 
 
 def _list_words(text: str) -> str:
@@ -237,7 +257,7 @@ def normalize_answer(answer: str, strip_units: bool = True, reference: bool = Fa
     text = plain_text_math(undecorated(text))  # `\boxed{\boxed{5}}`, `\hspace{1em}`, `sqrt(2)`
     text = IMAGINARY_UNIT.sub(r"\1", _unicode_and_named_sets(text))  # `3+4\\mathrm{i}`
     text = re.sub(r"(\d),\\!\s*(?=\d)", r"\1,", text)
-    text = SPACING.sub(" ", text)
+    text = unit_as_quotient(SPACING.sub(" ", text))  # `\mathrm{km\,h^{-1}}`: km/h
     text = text.replace("\\(", " ").replace("\\)", " ").replace("\\[", " ").replace("\\]", " ")
     currency = next((unit for sign, unit in CURRENCY_UNITS if sign.search(text)), None)
     text = CURRENCY.sub(" ", text)
@@ -245,7 +265,7 @@ def normalize_answer(answer: str, strip_units: bool = True, reference: bool = Fa
     text = DEGREES.sub("", text)
     wrapped_words = has_wrapped_words(_strip_punctuation(text))
     text = _unwrap_text(text)
-    text = _strip_punctuation(text)
+    text = _vector_as_tuple(_strip_punctuation(text))
     time = canonical_time(text)
     if time is not None:  # `4:30 PM`: a time of day, not a quotient and not a number with a unit
         return Normalized(time, text_answer=text_answer)

@@ -125,8 +125,8 @@ def canonical_unit(words: str, power: str | None = None) -> str | None:
         return None
     joined = "/".join(units)  # type: ignore[arg-type]
     exponent = re.sub(r"[^\d]", "", power or "")
-    if exponent and exponent != "1":
-        return f"{joined}^{exponent}" if len(units) == 1 and "^" not in joined else None
+    if exponent and exponent != "1":  # the power binds to the last unit: `m/s^2` is metres per second squared
+        return f"{joined}^{exponent}" if "^" not in units[-1] else None  # type: ignore[operator]
     return _SPELLING_TO_UNIT.get(joined, joined)
 
 
@@ -154,3 +154,25 @@ def split_unit(text: str, wrapped: bool = False) -> tuple[str, str | None, str |
             return text[: bare.start()].strip(), f"noun:{noun}", None
         return text[: bare.start()].strip(), words.lower(), f"unparseable: trailing words {words!r}"
     return text, None, None  # `2xy`, `3 ab`: a product of variables
+
+
+# A unit written as text, with braces inside it (`\\mathrm{km\\,h^{-1}}`, `\\text{m s^{-2}}`), at the end of an answer.
+UNIT_WITH_POWERS = re.compile(
+    r"\\(?:text|textrm|mathrm|mbox|rm)\s*\{((?:[^{}]|\{[^{}]*\})*\^(?:[^{}]|\{[^{}]*\})*)\}\s*$"
+)
+
+
+def unit_as_quotient(text: str) -> str:
+    """A trailing unit with a negative power written as a quotient: `60 \\mathrm{km h^{-1}}` -> `60 \\text{km/h}`,
+    `9.8 \\text{m s^{-2}}` -> `9.8 \\text{m/s^2}`; `\\text{m/s^{2}}` -> `\\text{m/s^2}`; anything else unchanged."""
+    wrapped = UNIT_WITH_POWERS.search(text)
+    if wrapped is None:
+        return text
+    content = re.sub(r"\^\s*\{\s*(-?)\s*(\d)\s*\}", r"^\1\2", wrapped.group(1)).strip()
+    per = re.fullmatch(r"([A-Za-z]+)\s*(?:\\cdot\s*|\s+)([A-Za-z]+)\s*\^-(\d)", content)
+    if per is not None:
+        unit, denominator, power = per.groups()
+        content = f"{unit}/{denominator}" + (f"^{power}" if power != "1" else "")
+    if "{" in content or "^-" in content:
+        return text
+    return f"{text[: wrapped.start()]}\\text{{{content}}}"

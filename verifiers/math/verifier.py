@@ -42,7 +42,7 @@ logger = logging.getLogger("trl_grpo_ext.verifiers.math")
 
 PERCENT_MODES = ("either", "strip", "fraction")
 # Bump when a rule that can change a verdict changes: cached verdicts of other versions are then never read.
-RULES_VERSION = "math-2026.12-3"
+RULES_VERSION = "math-2026.12-4"
 # Reason (after `internal_error: `) of an exception that the reference's own answer meets as well: the verifier's.
 REFERENCE_RAISES = "raises_on_the_reference"
 # Libraries whose version can change a worker's verdict (part of the verdict cache's namespace).
