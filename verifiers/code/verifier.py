@@ -130,7 +130,7 @@ class CodeVerifier(Verifier):
             if not isinstance(value, (int, float)) or value <= 0:
                 raise ValueError(f"{name}={value!r} must be a positive number.")
         self.limits = Limits(
-            time_s=float(timeout_s), cpu_s=max(1, int(timeout_s) + 1), memory_mb=int(memory_mb),
+            time_s=float(timeout_s), memory_mb=int(memory_mb),
             processes=int(max_processes), output_bytes=int(max_output_bytes),
         )  # fmt: skip
         if float_tolerance is not None and (
@@ -175,13 +175,13 @@ class CodeVerifier(Verifier):
         if language == "cpp" and (missing := compiler_missing()) is not None:
             raise RuntimeError(f"code verifier: language='cpp' needs a C++ compiler: {missing}")
         self.compile_limits = Limits(
-            time_s=float(compile_timeout_s), cpu_s=int(compile_timeout_s) + 1, memory_mb=int(compile_memory_mb),
+            time_s=float(compile_timeout_s), memory_mb=int(compile_memory_mb),
             processes=int(max_processes), file_mb=MAX_PROGRAM_BYTES >> 20, tmp_mb=128,
             output_bytes=MAX_PROGRAM_BYTES + 16,
         )  # fmt: skip
         # A checker is the dataset's program: limits of its own, in sandboxes of its own (started with the first).
         self.checker_limits = Limits(
-            time_s=float(checker_timeout_s), cpu_s=int(checker_timeout_s) + 1, memory_mb=int(checker_memory_mb),
+            time_s=float(checker_timeout_s), memory_mb=int(checker_memory_mb),
             processes=int(max_processes), tmp_mb=128,
         )  # fmt: skip
         self.programs = ProgramCache()
@@ -349,7 +349,7 @@ class CodeVerifier(Verifier):
 
     def _run_cpp(self, tests: list, code: str) -> Outcome:
         """A C++ program on stdio cases: compiled once (cached by its hash), then run per case in a fresh sandbox
-        under the row's time limit (else `timeout_s`) and memory limit (at most `memory_mb`); a checker, when the
+        under the row's time limit (at most `timeout_s`) and memory limit (at most `memory_mb`); a checker, when the
         row has one, decides each case."""
         options = getattr(tests, "options", {})
         flags = self._row_flags(options)
@@ -363,10 +363,7 @@ class CodeVerifier(Verifier):
         checker = self._checker(tests)
         if isinstance(checker, Outcome):
             return checker
-        limits = CaseLimits(
-            options.get("time_limit", self.limits.time_s),
-            int(min(options.get("memory_limit", self.limits.memory_mb), self.limits.memory_mb)),
-        )
+        limits = CaseLimits.for_row(options, self.limits)
         output_bytes = self._output_bytes(options)
 
         def run_case(stdin: str, expected: str) -> Outcome:

@@ -10,6 +10,7 @@ one that never sends it is a failure of the verifier (`SandboxError`), never a v
 
 from __future__ import annotations
 
+import math
 import os
 import select
 import time
@@ -27,19 +28,31 @@ class SandboxError(RuntimeError):
     """A sandbox could not start or set itself up: the verifier failed, not the candidate."""
 
 
+def cpu_limit_s(time_s: float) -> int:
+    """RLIMIT_CPU (whole seconds) for a run whose clock (code/clock.py) allows `time_s` seconds: at least one second
+    past it, so that the clock, which counts every process of the candidate, ends a run that takes too long, and the
+    rlimit is only each process's backstop (2 for 0.5 s, 3 for 2 s, 4 for 2.5 s)."""
+    return math.ceil(time_s) + 1
+
+
 @dataclass(frozen=True)
 class Limits:
     """What one sandbox run may use. `time_s`, the candidate's own time (code/clock.py), and the cgroup are enforced
-    by the verifier, the rest by rlimits in the harness."""
+    by the verifier, the rest by rlimits in the harness. `cpu_s`, RLIMIT_CPU, is `cpu_limit_s(time_s)` unless given:
+    the Python tool gives its session's CPU in all, which spans many calls of `time_s` each."""
 
     time_s: float = 10.0
-    cpu_s: int = 10
+    cpu_s: int | None = None
     memory_mb: int = 1024
     processes: int = 64
     file_mb: int = 16
     tmp_mb: int = 64
     open_files: int = 256
     output_bytes: int = 8 << 20
+
+    def __post_init__(self):
+        if self.cpu_s is None:
+            object.__setattr__(self, "cpu_s", cpu_limit_s(self.time_s))
 
     @property
     def shm_mb(self) -> int:
