@@ -93,15 +93,10 @@ def _same_run_key(completion: Any, reference: Any, language: str = "auto") -> tu
 
 @register_verifier("code")
 class CodeVerifier(Verifier):
-    """Runs the completion's Python against unit tests in a sandbox; 1.0 when every test passes.
+    """Runs the completion's Python or C++ against unit tests in a sandbox; 1.0 when every test passes.
 
-    `float_tolerance` (stdin/stdout cases only; default None, exact lines) accepts real-number tokens within
-    absolute-or-relative error `float_tolerance`, e.g. 1e-6 (see `code/runner.py`, `outputs_match`). `solution_module`
-    (default "solution") is the module pytest- and unittest-style tests import the solution from. `language` ("auto",
-    "python", "cpp"), `cpp_flags` (g++'s, default ["-O2", "-std=c++17"]), `compile_timeout_s` (10, CPU time) and
-    `compile_memory_mb` (1024) concern C++ programs; `checker_timeout_s` (10, CPU time), `checker_memory_mb` (1024) and
-    `checker_headers` (paths of headers such as testlib.h, written beside each checker's source) concern rows'
-    checkers (docs/code_verifier.md, C++ programs and checkers).
+    What each option means: `OPTION_HELP` (code/options.py), the one description, which the examples' `--help` is
+    built from; the defaults are this signature's.
     """
 
     def __init__(
