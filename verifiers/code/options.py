@@ -13,14 +13,16 @@ OPTION_HELP = {
     ),
     "memory_mb": (
         "MiB: the address space of each of the candidate's processes and, with its 64 MiB /tmp, the memory of the "
-        "whole candidate under its cgroup. It also bounds a row's memory_limit."
+        "whole candidate under its cgroup, its /dev/shm included. It also bounds a row's memory_limit."
     ),
     "max_processes": "Processes the candidate may run at once.",
     "max_output_bytes": "Bytes a stdin/stdout case may print (a row's output_limit may lower it).",
     "partial_credit": "Reward the fraction of tests passed instead of 1 only when every test passes.",
     "float_tolerance": (
-        "Stdin/stdout cases: None compares outputs exactly; a number such as 1e-6 accepts real-number tokens within "
-        "that absolute-or-relative error (an expected integer token stays exact)."
+        "Stdin/stdout cases: None compares outputs exactly; a number such as 1e-6 compares them token by token and "
+        "accepts a decimal token within that absolute-or-relative error, |got - want| <= tol x max(1, |want|), while "
+        "an expected integer token stays exact: 1000000.0 and 1e6 equal 1000000, 1.234568e11 does not equal "
+        "123456789012 nor 1e-7 equal 0; two integer tokens compare as text."
     ),
     "workers": (
         "Sandboxes run at once by each training process; default: the usable cores divided by LOCAL_WORLD_SIZE, at "
