@@ -38,8 +38,8 @@ def cpu_limit_s(time_s: float) -> int:
 @dataclass(frozen=True)
 class Limits:
     """What one sandbox run may use. `time_s`, the candidate's own time (code/clock.py), and the cgroup are enforced
-    by the verifier, the rest by rlimits in the harness. `cpu_s`, RLIMIT_CPU, is `cpu_limit_s(time_s)` unless given:
-    the Python tool gives its session's CPU in all, which spans many calls of `time_s` each."""
+    by the verifier, the rest by rlimits in the harness. RLIMIT_CPU is `cpu_s` where given (the Python tool gives its
+    session's CPU in all, which spans many calls of `time_s` each), else `cpu_limit_s(time_s)`: `cpu_rlimit_s`."""
 
     time_s: float = 10.0
     cpu_s: int | None = None
@@ -50,9 +50,10 @@ class Limits:
     open_files: int = 256
     output_bytes: int = 8 << 20
 
-    def __post_init__(self):
-        if self.cpu_s is None:
-            object.__setattr__(self, "cpu_s", cpu_limit_s(self.time_s))
+    @property
+    def cpu_rlimit_s(self) -> int:
+        """RLIMIT_CPU's soft limit, whole seconds (the hard one is a second more)."""
+        return self.cpu_s if self.cpu_s is not None else cpu_limit_s(self.time_s)
 
     @property
     def shm_mb(self) -> int:
@@ -70,7 +71,7 @@ class Limits:
     def rlimits(self, nproc: bool) -> dict:
         mb = 1 << 20
         limits = {
-            "RLIMIT_CPU": (self.cpu_s, self.cpu_s + 1),
+            "RLIMIT_CPU": (self.cpu_rlimit_s, self.cpu_rlimit_s + 1),
             "RLIMIT_AS": (self.memory_mb * mb, self.memory_mb * mb),
             "RLIMIT_FSIZE": (self.file_mb * mb, self.file_mb * mb),
             "RLIMIT_NOFILE": (self.open_files, self.open_files),

@@ -6,6 +6,8 @@ program under a row's `time_limit` far above the verifier's `timeout_s`.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from code_verifier_helpers import make_code_verifier
 
@@ -20,21 +22,27 @@ from trl_grpo_ext.verifiers.sandbox.process import Limits, cpu_limit_s
 )
 def test_cpu_limit_is_at_least_one_whole_second_past_the_clock(time_s, cpu_s):
     assert cpu_limit_s(time_s) == cpu_s
-    assert Limits(time_s=time_s).cpu_s == cpu_s
+    assert Limits(time_s=time_s).cpu_rlimit_s == cpu_s
+    assert Limits(time_s=time_s).rlimits(nproc=False)["RLIMIT_CPU"] == (cpu_s, cpu_s + 1)
     assert CaseLimits(time_s, 256).rlimits()["RLIMIT_CPU"] == [cpu_s, cpu_s + 1]
+
+
+def test_limits_derive_the_cpu_limit_from_their_time_whenever_it_changes():
+    assert dataclasses.replace(Limits(time_s=10.0), time_s=2.5).cpu_rlimit_s == 4
 
 
 def test_limits_keep_a_cpu_limit_given_by_name():
     # The Python tool's session spans many calls of time_s each: its CPU limit is its own.
     limits = Limits(time_s=10.0, cpu_s=60)
-    assert limits.cpu_s == 60
+    assert limits.cpu_rlimit_s == 60
     assert limits.rlimits(nproc=False)["RLIMIT_CPU"] == (60, 61)
 
 
 def test_the_code_verifier_derives_each_pool_cpu_limit_the_same_way():
     verifier = make_code_verifier(2.5, compile_timeout_s=0.5, checker_timeout_s=3)
     try:
-        assert [verifier.limits.cpu_s, verifier.compile_limits.cpu_s, verifier.checker_limits.cpu_s] == [4, 2, 4]
+        pools = [verifier.limits, verifier.compile_limits, verifier.checker_limits]
+        assert [limits.cpu_rlimit_s for limits in pools] == [4, 2, 4]
         assert verifier.limits.rlimits(nproc=False)["RLIMIT_CPU"] == (4, 5)
     finally:
         verifier.close()
@@ -57,4 +65,4 @@ def test_a_rows_limits_are_bounded_by_the_verifiers(row, time_s, memory_mb):
     _, cases = parse_reference({"tests": [{"input": "1\n", "output": "1\n"}], **row})
     limits = CaseLimits.for_row(cases.options, POOL)
     assert (limits.time_s, limits.memory_mb) == (time_s, memory_mb)
-    assert limits.rlimits()["RLIMIT_CPU"][0] <= POOL.cpu_s  # within what the pool's sandbox may grant
+    assert limits.rlimits()["RLIMIT_CPU"][0] <= POOL.cpu_rlimit_s  # within what the pool's sandbox may grant
