@@ -100,10 +100,18 @@ class CodeScriptArguments(ScriptArguments):
     )
     language: str = verifier_option("language", choices=LANGUAGES)
     time_limit_column: str | None = field(
-        default=None, metadata={"help": "Per-test time limit column (seconds) of a C++ stdin/stdout dataset."}
+        default=None,
+        metadata={
+            "help": "Per-test time limit column (seconds) of a C++ stdin/stdout dataset; a case runs at most "
+            "--verifier_timeout_s."
+        },
     )
     memory_limit_column: str | None = field(
-        default=None, metadata={"help": "Memory limit column (MiB) of a C++ stdin/stdout dataset."}
+        default=None,
+        metadata={
+            "help": "Memory limit column (MiB) of a C++ stdin/stdout dataset; a case gets at most the verifier's "
+            "memory_mb."
+        },
     )
     checker_column: str | None = field(
         default=None, metadata={"help": "Checker column (C++ source, testlib's exit codes) of a stdin/stdout dataset."}
