@@ -26,9 +26,10 @@ checkers include (testlib.h, from a clone of github.com/MikeMirzayanov/testlib):
 
 from __future__ import annotations
 
+import inspect
 import json
 import sys
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field
 
 from script_setup import parse_script_args, tiny_defaults, tiny_model  # examples/script_setup.py, next to this script
 from trl import ModelConfig, ScriptArguments, get_peft_config
@@ -37,6 +38,10 @@ from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
 from trl_grpo_ext.datasets import code_dataset, hub_prompt_dataset
 from trl_grpo_ext.launch import end_training
 from trl_grpo_ext.verifiers import as_reward_function
+from trl_grpo_ext.verifiers.code.native import LANGUAGES
+from trl_grpo_ext.verifiers.code.options import OPTION_HELP
+from trl_grpo_ext.verifiers.code.verifier import CodeVerifier
+from trl_grpo_ext.verifiers.sandbox.isolation import ISOLATION_CHOICES
 
 TINY_DEFAULTS = tiny_defaults(
     "grpo_code", max_steps=20, num_generations=4, per_device_train_batch_size=8, max_completion_length=32
@@ -50,9 +55,31 @@ CPP_PROMPT = (
 )
 
 
-def choice(choices: list[str], help: str):
-    """A flag that takes one of `choices`, the first by default."""
-    return field(default=choices[0], metadata={"help": help, "choices": choices})
+# The flags that are the code verifier's options, by the option's name: their help is the verifier's (OPTION_HELP).
+VERIFIER_FLAGS = {
+    "language": "language",
+    "checker_headers": "checker_headers",
+    "partial_credit": "partial_credit",
+    "verifier_timeout_s": "timeout_s",
+    "verifier_isolation": "isolation",
+    "site_packages": "site_packages",
+    "float_tolerance": "float_tolerance",
+}
+VERIFIER_DEFAULTS = {name: p.default for name, p in inspect.signature(CodeVerifier).parameters.items()}
+
+
+def verifier_option(option: str, default=MISSING, choices: tuple[str, ...] | None = None):
+    """A flag for the code verifier's `option`: the verifier's description and default, unless this script sets its
+    own default (its help then names the verifier's)."""
+    text = OPTION_HELP[option]
+    if default is MISSING:
+        default = VERIFIER_DEFAULTS[option]
+    else:
+        text += f" This script's default differs from the verifier's ({VERIFIER_DEFAULTS[option]!r})."
+    metadata = {"help": text, **({"choices": list(choices)} if choices else {})}
+    if isinstance(default, (list, tuple)):
+        return field(default_factory=lambda: list(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
 
 
 @dataclass
@@ -71,41 +98,30 @@ class CodeScriptArguments(ScriptArguments):
             "for one ```cpp block)."
         },
     )
-    language: str = choice(
-        ["auto", "python", "cpp"],
-        "Language of the completions: auto (the last fenced block tagged python or cpp/c++/cc), python or cpp "
-        "(C++17, compiled with g++ -O2 in the sandbox; stdin/stdout tests only).",
-    )
+    language: str = verifier_option("language", choices=LANGUAGES)
     time_limit_column: str | None = field(
-        default=None, metadata={"help": "Per-test time limit column (seconds) of a C++ stdin/stdout dataset."}
+        default=None,
+        metadata={
+            "help": "Per-test time limit column (seconds) of a C++ stdin/stdout dataset; a case runs at most "
+            "--verifier_timeout_s."
+        },
     )
     memory_limit_column: str | None = field(
-        default=None, metadata={"help": "Memory limit column (MiB) of a C++ stdin/stdout dataset."}
+        default=None,
+        metadata={
+            "help": "Memory limit column (MiB) of a C++ stdin/stdout dataset; a case gets at most the verifier's "
+            "memory_mb."
+        },
     )
     checker_column: str | None = field(
         default=None, metadata={"help": "Checker column (C++ source, testlib's exit codes) of a stdin/stdout dataset."}
     )
-    checker_headers: list[str] = field(
-        default_factory=list,
-        metadata={"help": "Headers the checkers include, written beside each checker's source (e.g. testlib.h)."},
-    )
-    partial_credit: bool = field(default=False, metadata={"help": "Reward the fraction of tests passed."})
-    verifier_timeout_s: float = field(default=5.0, metadata={"help": "Wall-time limit per program, seconds."})
-    verifier_isolation: str = choice(
-        ["auto", "bwrap", "rlimits"],
-        "Sandbox of the candidate programs: auto or bwrap (bubblewrap, required), or rlimits (weak isolation, by "
-        "name only: the candidate can read files and use the network).",
-    )
-    site_packages: bool = field(
-        default=False,
-        metadata={"help": "Let candidates import the installed packages (read-only); default: standard library only."},
-    )
-    float_tolerance: float | None = field(
-        default=None,
-        metadata={
-            "help": "Stdin/stdout tests: accept real numbers within this absolute-or-relative error (e.g. 1e-6)."
-        },
-    )
+    checker_headers: list[str] = verifier_option("checker_headers")
+    partial_credit: bool = verifier_option("partial_credit")
+    verifier_timeout_s: float = verifier_option("timeout_s", default=5.0)  # shorter runs for training throughput
+    verifier_isolation: str = verifier_option("isolation", choices=ISOLATION_CHOICES)
+    site_packages: bool = verifier_option("site_packages")
+    float_tolerance: float | None = verifier_option("float_tolerance")
 
 
 # The row's own rules for C++ stdin/stdout cases, as the verifier reads them: {"tests": [...], "time_limit": ...}.
@@ -154,17 +170,8 @@ def with_limits(columns: dict, tests_column: str, limits: dict) -> dict:
 
 
 def main(script_args: CodeScriptArguments, training_args: GRPOExtConfig, model_args: ModelConfig) -> None:
-    reward = as_reward_function(
-        "code",
-        reference_column="tests",
-        timeout_s=script_args.verifier_timeout_s,
-        partial_credit=script_args.partial_credit,
-        float_tolerance=script_args.float_tolerance,
-        isolation=script_args.verifier_isolation,
-        site_packages=script_args.site_packages,
-        language=script_args.language,
-        checker_headers=script_args.checker_headers,
-    )
+    options = {option: getattr(script_args, flag) for flag, option in VERIFIER_FLAGS.items()}
+    reward = as_reward_function("code", reference_column="tests", **options)
     trainer = GRPOExtTrainer(
         model=model_args.model_name_or_path or tiny_model(),
         reward_funcs=[reward],

@@ -1,4 +1,4 @@
-"""The front page: short, every figure it quotes recorded in docs/benchmarks.md, every link resolving."""
+"""The front page: short, every figure it quotes recorded in docs/benchmarks.md (its links: tests/test_docs.py)."""
 
 import re
 from pathlib import Path
@@ -41,20 +41,3 @@ def test_figures_appear_only_in_the_measured_section():
         r"`[^`\n]*`", "", re.sub(r"```.*?```", "", README.replace(section(README, "Measured"), ""), flags=re.S)
     )
     assert FIGURE_OUTSIDE_MEASURED.findall(outside) == []
-
-
-def _anchor(heading: str) -> str:
-    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to hyphens."""
-    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
-
-
-def test_every_relative_link_and_anchor_resolves():
-    links = re.findall(r"\]\(([^)#\s]+)(?:#([^)\s]+))?\)", README)
-    relative = [(path, anchor) for path, anchor in links if "://" not in path]
-    assert relative
-    for path, anchor in relative:
-        target = REPO_ROOT / path
-        assert target.is_file(), path
-        if anchor:
-            headings = re.findall(r"^#+ (.+)$", target.read_text(), flags=re.M)
-            assert anchor in {_anchor(h) for h in headings}, f"{path}#{anchor}"

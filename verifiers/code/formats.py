@@ -32,7 +32,8 @@ FUNCTION_NAME_KEYS = ("fn_name", "func_name")
 
 class StdioCases(list):
     """Stdin/stdout cases, [(input, output), ...], with the row's own rules in `options`: `time_limit` (seconds per
-    case, for compiled programs), `memory_limit` (MiB), `output_limit` (MiB a program may print), `checker` (a C++
+    case, for compiled programs) and `memory_limit` (MiB), each run at most at the verifier's own (`timeout_s`,
+    `memory_mb`: native.CaseLimits.for_row), `output_limit` (MiB a program may print), `checker` (a C++
     source, testlib's contract), `cpp_standard` (g++'s `-std=` for C++ programs, e.g. "c++20"), `tokens` (True:
     outputs compared token by token, whatever the program's language)."""
 

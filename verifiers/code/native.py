@@ -18,7 +18,6 @@ and a /tmp of its own; the expected answers reach only the checker's sandbox, ne
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import shutil
 from collections.abc import Sequence
@@ -26,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..sandbox.pool import SandboxPool
+from ..sandbox.process import Limits, cpu_limit_s
 from .programs import COMPILER
 from .runner import Outcome, SandboxRun, compare_output, run_in_sandbox, stdio_outcome
 
@@ -70,13 +70,20 @@ def read_checker_headers(paths: Sequence[str | os.PathLike]) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class CaseLimits:
-    """One case's bounds: the candidate's own time (the row's time limit, else `timeout_s`) and its memory."""
+    """One case's bounds: the candidate's own time and its memory."""
 
     time_s: float
     memory_mb: int
 
+    @classmethod
+    def for_row(cls, options: dict, limits: Limits) -> CaseLimits:
+        """A row's `time_limit` and `memory_limit`, each at most the verifier's own (`timeout_s`, `memory_mb`, the
+        bounds of the pool its cases run in); the verifier's where the row gives none."""
+        time_s = min(options.get("time_limit", limits.time_s), limits.time_s)
+        return cls(float(time_s), int(min(options.get("memory_limit", limits.memory_mb), limits.memory_mb)))
+
     def rlimits(self) -> dict:
-        cpu = math.ceil(self.time_s) + 1  # the clock ends it at time_s; the rlimit is the backstop of each process
+        cpu = cpu_limit_s(self.time_s)  # the clock ends it at time_s; the rlimit is the backstop of each process
         memory = self.memory_mb << 20
         # The stack: bounded by the memory alone (RLIMIT_AS), as judges give it (deep recursion, 10**6 calls, passes);
         # unlimited rather than the memory's size, so that each thread's stack stays glibc's default (2 MiB) rather

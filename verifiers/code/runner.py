@@ -37,7 +37,8 @@ SHOWN_OUTPUT_CHARS = 200
 
 # The judge and the sandbox tear down in a few milliseconds once the candidate is killed.
 TEARDOWN_S = 2.0
-# The judge runs the dataset's test code: its own limits, per verification (values in docs/code_verifier.md).
+# The judge runs the dataset's test code: its own limits, per verification (docs/code_verifier_sandbox.md, The
+# judge process's limits).
 JUDGE_MEMORY_MB = 4096
 JUDGE_CPU_GRACE_S = 5
 # The judge bounds what it reports (code/standalone/judge.py); these bound what is read here all the same.

@@ -95,15 +95,10 @@ def _same_run_key(completion: Any, reference: Any, language: str = "auto") -> tu
 
 @register_verifier("code")
 class CodeVerifier(Verifier):
-    """Runs the completion's Python against unit tests in a sandbox; 1.0 when every test passes.
+    """Runs the completion's Python or C++ against unit tests in a sandbox; 1.0 when every test passes.
 
-    `float_tolerance` (stdin/stdout cases only; default None, exact lines) accepts real-number tokens within
-    absolute-or-relative error `float_tolerance`, e.g. 1e-6 (see `code/runner.py`, `outputs_match`). `solution_module`
-    (default "solution") is the module pytest- and unittest-style tests import the solution from. `language` ("auto",
-    "python", "cpp"), `cpp_flags` (g++'s, default ["-O2", "-std=c++17"]), `compile_timeout_s` (10, CPU time) and
-    `compile_memory_mb` (1024) concern C++ programs; `checker_timeout_s` (10, CPU time), `checker_memory_mb` (1024) and
-    `checker_headers` (paths of headers such as testlib.h, written beside each checker's source) concern rows'
-    checkers (docs/code_verifier.md, C++ programs and checkers).
+    What each option means: `OPTION_HELP` (code/options.py), the one description, which the examples' `--help` is
+    built from; the defaults are this signature's.
     """
 
     def __init__(
@@ -132,7 +127,7 @@ class CodeVerifier(Verifier):
             if not isinstance(value, (int, float)) or value <= 0:
                 raise ValueError(f"{name}={value!r} must be a positive number.")
         self.limits = Limits(
-            time_s=float(timeout_s), cpu_s=max(1, int(timeout_s) + 1), memory_mb=int(memory_mb),
+            time_s=float(timeout_s), memory_mb=int(memory_mb),
             processes=int(max_processes), output_bytes=int(max_output_bytes),
         )  # fmt: skip
         if float_tolerance is not None and (
@@ -177,13 +172,13 @@ class CodeVerifier(Verifier):
         if language == "cpp" and (missing := compiler_missing()) is not None:
             raise RuntimeError(f"code verifier: language='cpp' needs a C++ compiler: {missing}")
         self.compile_limits = Limits(
-            time_s=float(compile_timeout_s), cpu_s=int(compile_timeout_s) + 1, memory_mb=int(compile_memory_mb),
+            time_s=float(compile_timeout_s), memory_mb=int(compile_memory_mb),
             processes=int(max_processes), file_mb=MAX_PROGRAM_BYTES >> 20, tmp_mb=128,
             output_bytes=MAX_PROGRAM_BYTES + 16,
         )  # fmt: skip
         # A checker is the dataset's program: limits of its own, in sandboxes of its own (started with the first).
         self.checker_limits = Limits(
-            time_s=float(checker_timeout_s), cpu_s=int(checker_timeout_s) + 1, memory_mb=int(checker_memory_mb),
+            time_s=float(checker_timeout_s), memory_mb=int(checker_memory_mb),
             processes=int(max_processes), tmp_mb=128,
         )  # fmt: skip
         self.programs = ProgramCache()
@@ -358,7 +353,7 @@ class CodeVerifier(Verifier):
 
     def _run_cpp(self, tests: list, code: str) -> Outcome:
         """A C++ program on stdio cases: compiled once (cached by its hash), then run per case in a fresh sandbox
-        under the row's time limit (else `timeout_s`) and memory limit (at most `memory_mb`); a checker, when the
+        under the row's time limit (at most `timeout_s`) and memory limit (at most `memory_mb`); a checker, when the
         row has one, decides each case."""
         options = getattr(tests, "options", {})
         flags = self._row_flags(options)
@@ -372,10 +367,7 @@ class CodeVerifier(Verifier):
         checker = self._checker(tests)
         if isinstance(checker, Outcome):
             return checker
-        limits = CaseLimits(
-            options.get("time_limit", self.limits.time_s),
-            int(min(options.get("memory_limit", self.limits.memory_mb), self.limits.memory_mb)),
-        )
+        limits = CaseLimits.for_row(options, self.limits)
         output_bytes = self._output_bytes(options)
 
         def run_case(stdin: str, expected: str) -> Outcome:

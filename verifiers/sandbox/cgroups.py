@@ -440,5 +440,5 @@ def candidate_cgroups(wanted: bool) -> CgroupTree | None:
             f"code verifier: a cgroup per candidate is needed to bound its memory, processes and CPU as a whole, but "
             f"none can be made here ({exc}). Run the training as root on a machine with cgroup v2 (memory, pids and "
             "cpu controllers) or v1 (memory, pids, cpu, cpuacct) mounted under /sys/fs/cgroup, or pass cgroup=False "
-            "to accept per-process rlimits only (see docs/code_verifier.md)."
+            "to accept per-process rlimits only (see docs/code_verifier_sandbox.md, A cgroup per candidate)."
         ) from None

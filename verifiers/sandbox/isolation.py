@@ -293,7 +293,7 @@ def _detect(requested: str, python: str) -> Isolation:
         f"code verifier: isolation={requested!r} needs bubblewrap, but {problem}. Either {INSTALL_HINT} and make sure "
         "it can start (unprivileged user namespaces allowed when not root), or pass isolation='rlimits' to accept "
         "weak isolation knowingly: candidate code could then read the file system, use the network and write "
-        "world-writable folders (see docs/code_verifier.md)."
+        "world-writable folders (see docs/code_verifier_sandbox.md, Isolation levels)."
     )
 
 

@@ -10,6 +10,7 @@ one that never sends it is a failure of the verifier (`SandboxError`), never a v
 
 from __future__ import annotations
 
+import math
 import os
 import select
 import time
@@ -27,19 +28,32 @@ class SandboxError(RuntimeError):
     """A sandbox could not start or set itself up: the verifier failed, not the candidate."""
 
 
+def cpu_limit_s(time_s: float) -> int:
+    """RLIMIT_CPU (whole seconds) for a run whose clock (code/clock.py) allows `time_s` seconds: at least one second
+    past it, so that the clock, which counts every process of the candidate, ends a run that takes too long, and the
+    rlimit is only each process's backstop (2 for 0.5 s, 3 for 2 s, 4 for 2.5 s)."""
+    return math.ceil(time_s) + 1
+
+
 @dataclass(frozen=True)
 class Limits:
     """What one sandbox run may use. `time_s`, the candidate's own time (code/clock.py), and the cgroup are enforced
-    by the verifier, the rest by rlimits in the harness."""
+    by the verifier, the rest by rlimits in the harness. RLIMIT_CPU is `cpu_s` where given (the Python tool gives its
+    session's CPU in all, which spans many calls of `time_s` each), else `cpu_limit_s(time_s)`: `cpu_rlimit_s`."""
 
     time_s: float = 10.0
-    cpu_s: int = 10
+    cpu_s: int | None = None
     memory_mb: int = 1024
     processes: int = 64
     file_mb: int = 16
     tmp_mb: int = 64
     open_files: int = 256
     output_bytes: int = 8 << 20
+
+    @property
+    def cpu_rlimit_s(self) -> int:
+        """RLIMIT_CPU's soft limit, whole seconds (the hard one is a second more)."""
+        return self.cpu_s if self.cpu_s is not None else cpu_limit_s(self.time_s)
 
     @property
     def shm_mb(self) -> int:
@@ -57,7 +71,7 @@ class Limits:
     def rlimits(self, nproc: bool) -> dict:
         mb = 1 << 20
         limits = {
-            "RLIMIT_CPU": (self.cpu_s, self.cpu_s + 1),
+            "RLIMIT_CPU": (self.cpu_rlimit_s, self.cpu_rlimit_s + 1),
             "RLIMIT_AS": (self.memory_mb * mb, self.memory_mb * mb),
             "RLIMIT_FSIZE": (self.file_mb * mb, self.file_mb * mb),
             "RLIMIT_NOFILE": (self.open_files, self.open_files),

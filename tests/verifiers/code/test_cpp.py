@@ -145,6 +145,15 @@ def test_the_rows_time_limit_and_memory_limit(verifier):
     assert low.score == 0.0 and low.reason.startswith("runtime_error"), low.reason
 
 
+def test_a_rows_time_limit_above_timeout_s_is_bounded_by_it(verifier):
+    # As its memory_limit is by memory_mb: the row's 1e6 s are the verifier's TIMEOUT_S, which its clock enforces.
+    spin = '#include <cstdio>\nint main() { volatile long i = 0; for (;; i++); puts("3"); }\n'
+    start = time.monotonic()
+    result = verifier.verify(fenced(spin), {"tests": [{"input": "", "output": "3\n"}], "time_limit": 1e6})
+    assert (result.score, result.reason) == (0.0, "timeout"), result.reason
+    assert time.monotonic() - start < 20
+
+
 # Four children of 40 MiB at once: each is under a 64 MiB address space, the four are not under a 64 MiB candidate.
 SPREAD_OVER_CHILDREN = r"""
 #include <cstdio>

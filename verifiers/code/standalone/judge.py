@@ -164,7 +164,7 @@ def warm_up() -> list[dict]:
     return the verdicts: each job once with its test prepared in the child's way and once as the zygote prepares it
     ahead (judge_prepared.py). What the judge's code builds the first time it runs (Python's type-attribute cache, the
     specialised bytecode of each function, objects made on first use) is then made once here, in pages every child
-    shares, rather than in each child, where each write copies a page: measured in docs/code_verifier.md. Nothing of
+    shares, rather than in each child, where each write copies a page: measured in docs/benchmarks.md. Nothing of
     any candidate or dataset is in it: the jobs and the replies are these constants, and the prepared tests are
     dropped afterwards."""
     verdicts = []

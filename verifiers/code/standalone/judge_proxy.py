@@ -36,12 +36,12 @@ from protocol import (
 # about 30 bytes of objects per byte it reads (nested empty lists, tuples), so shorter ones stay within tens of MiB.
 CHECKED_REPLY_BYTES = 1 << 20
 EXIT_CODE_BUDGET_S = 1.0  # a SystemExit's code, decoded apart from the replies' budget
-# Transport is charged to nobody (docs/code_verifier.md, The candidate's clock). Reading one reply costs the judge
-# a wake-up, a read, a parse and a few checks (6 - 20 us here, with the load) whatever the candidate computed: that
-# much of each reply is not counted against the candidate's budget, up to the budget itself (a reply that costs more
-# is charged the rest). It is the judge's CPU time, not the candidate's: a cheaper reply gains the candidate no time
-# of its own. Every CALLS_PER_REPORT requests, the session tells the verifier how many it has made (`on_calls`): the
-# candidate's clock credits each one (code/clock.py).
+# Transport is charged to nobody (docs/code_verifier_sandbox.md, The candidate's clock). Reading one reply costs the
+# judge a wake-up, a read, a parse and a few checks (6 - 20 us here, with the load) whatever the candidate computed:
+# that much of each reply is not counted against the candidate's budget, up to the budget itself (a reply that costs
+# more is charged the rest). It is the judge's CPU time, not the candidate's: a cheaper reply gains the candidate no
+# time of its own. Every CALLS_PER_REPORT requests, the session tells the verifier how many it has made (`on_calls`):
+# the candidate's clock credits each one (code/clock.py).
 REPLY_ALLOWANCE_S = 15e-6
 CALLS_PER_REPORT = 1 << 10
 PLAIN_SCALARS = (bool, int, float)  # JSON numbers, which decode to themselves
