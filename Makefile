@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo demo-tool real-model demo-real test test-slow lint format bench clean
+.PHONY: setup demo demo-tool real-model demo-real test test-slow test-oldest lint format bench clean
 
 setup: $(STAMP)
 
@@ -50,8 +50,19 @@ test: lint
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
 
+# The contract with transformers at the lowest version the package allows (`make setup` resolves the highest): a copy
+# of the environment with that version installed, running the tests that read TRL's and transformers' code.
+OLDEST_TRANSFORMERS := $(shell sed -n 's/.*"transformers>=\([0-9.]*\),.*/\1/p' pyproject.toml)
+OLDEST_VENV := .venv-oldest
+test-oldest: $(STAMP)
+	rm -rf $(OLDEST_VENV)
+	cp -a $(VENV) $(OLDEST_VENV)
+	$(OLDEST_VENV)/bin/python -m pip install -q "transformers==$(OLDEST_TRANSFORMERS).*"
+	$(OLDEST_VENV)/bin/python -m pytest -q tests/trl_grpo_ext/test_trl_contract.py tests/trl_grpo_ext/test_parity.py \
+		tests/trl_grpo_ext/test_compat.py
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/trainer_overhead.py
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(OLDEST_VENV) build dist *.egg-info .pytest_cache .ruff_cache

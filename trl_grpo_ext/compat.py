@@ -23,7 +23,7 @@ logger = logging.getLogger(__name__)
 
 SUPPORTED_VERSIONS = {
     "trl": ">=1.16.0,<1.17",
-    "transformers": ">=5.0,<5.26",
+    "transformers": ">=5.23,<5.26",
 }
 # Set to 1 to build a trainer with versions outside SUPPORTED_VERSIONS (a warning says which).
 ALLOW_UNTESTED_VARIABLE = "TRL_GRPO_EXT_ALLOW_UNTESTED_VERSIONS"

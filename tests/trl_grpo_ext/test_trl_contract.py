@@ -82,7 +82,7 @@ def test_an_untested_version_fails_naming_the_supported_range(monkeypatch, versi
         compat.check_supported_versions(versions)
     message = str(error.value)
     assert named in message
-    assert "trl>=1.16.0,<1.17" in message and "transformers>=5.0,<5.26" in message
+    assert "trl>=1.16.0,<1.17" in message and "transformers>=5.23,<5.26" in message
     assert compat.ALLOW_UNTESTED_VARIABLE in message
 
 
