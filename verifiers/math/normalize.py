@@ -16,7 +16,7 @@ from fractions import Fraction
 from .ratios import canonical_time
 from .structure import split_top
 from .units import has_wrapped_words, split_unit, unit_as_quotient
-from .wrappers import number_from_words, plain_text_math, stated_number, undecorated
+from .wrappers import number_from_words, ordinal_number, plain_text_math, stated_number, undecorated
 
 # Longest number the in-process fast path reads; longer ones go to a worker under the deadline.
 MAX_FAST_NUMBER_CHARS = 60
@@ -292,6 +292,7 @@ def normalize_answer(answer: str, strip_units: bool = True, reference: bool = Fa
     while text.startswith("{") and balanced_close(text, 0) == len(text):  # LaTeX grouping braces: {1,3}, {{12}}
         text = text[1:-1].strip()
     spelled = number_from_words(text) if re.fullmatch(r"[A-Za-z][A-Za-z\s-]*\.?", text) else None
+    spelled = spelled or ordinal_number(text)  # "the 3rd", "the third": a position
     if spelled is not None:  # "twenty-four", "a million", "one half", `\\text{twelve}`
         text = spelled
     text = _repeating_decimal(_set_builder(stated_number(text, lambda part: plain_number(part) is not None)))

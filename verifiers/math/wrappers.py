@@ -112,6 +112,26 @@ def number_from_words(text: str) -> str | None:
     return None if value is None else str(value)
 
 
+ORDINAL_WORDS = {word: i + 1 for i, word in enumerate(
+    "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth".split()
+)}  # fmt: skip
+ORDINAL_NUMERAL = re.compile(r"(?:the\s+)?(\d+)(st|nd|rd|th)\.?", re.IGNORECASE)
+
+
+def ordinal_number(text: str) -> str | None:
+    """The position an ordinal answer names ("the 3rd", "21st", "the third" -> "3"), or None. A word needs "the":
+    "a third" and "third" alone may be the fraction 1/3; a numeral needs its own suffix ("3th" is not 3rd)."""
+    numeral = ORDINAL_NUMERAL.fullmatch(text.strip())
+    if numeral is not None:
+        value, suffix = int(numeral.group(1)), numeral.group(2).lower()
+        expected = "th" if 10 <= value % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(value % 10, "th")
+        return str(value) if suffix == expected else None
+    words = text.strip().lower().rstrip(".").split()
+    if len(words) == 2 and words[0] == "the" and words[1] in ORDINAL_WORDS:
+        return str(ORDINAL_WORDS[words[1]])
+    return None
+
+
 def _whole_number(words: list[str]) -> int | None:
     """ "twenty four", "a hundred and five", "two million": the whole number, or None."""
     if words[:1] in (["a"], ["an"]) and len(words) > 1 and words[1] in SCALES:

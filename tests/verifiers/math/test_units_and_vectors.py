@@ -1,6 +1,6 @@
-"""Compound units (a power on the last unit, negative powers written as a product) and vectors written as one column
-or one row of a matrix (docs/verifiers.md, "Units" and "Structures"). Each class: controls that must pay and attacks
-that must score 0, on both sides."""
+"""Compound units (a power on the last unit, negative powers written as a product), vectors written as one column or
+one row of a matrix, and ordinals ("the 3rd", "the third") (docs/verifiers.md). Each class: controls that must pay and
+attacks that must score 0, on both sides."""
 
 from __future__ import annotations
 
@@ -20,6 +20,11 @@ PAID = [
     (r"\boxed{\begin{bmatrix}1\\2\\3\end{bmatrix}}", "(1, 2, 3)"),
     (r"\boxed{\begin{pmatrix}1&2&3\end{pmatrix}}", "(1,2,3)"),
     (r"\boxed{\begin{pmatrix}\frac12\\-3\end{pmatrix}}", r"\left(\frac{1}{2}, -3\right)"),
+    ("The answer is the 3rd.", "3"),
+    ("The answer is the third.", "3"),
+    (r"\boxed{21st}", "21"),
+    ("The answer is the 11th.", "11"),
+    ("The answer is a third.", r"\frac13"),  # with "a", the fraction
 ]
 REFUSED = [
     (r"\boxed{60 \mathrm{km\,h^{-1}}}", r"60 \text{ mph}"),  # another unit
@@ -32,6 +37,12 @@ REFUSED = [
     (r"\boxed{\begin{pmatrix}1&2\\3&4\end{pmatrix}}", "(1,2,3,4)"),  # a 2 x 2 matrix is no vector
     (r"\boxed{\begin{vmatrix}1&2\\3&4\end{vmatrix}}", "(1,2,3,4)"),  # nor a determinant
     (r"\boxed{\{1,2,3\}}", r"\begin{pmatrix}1\\2\\3\end{pmatrix}"),  # a set is unordered
+    (r"\boxed{3th}", "3"),  # a numeral with another's suffix
+    ("The answer is the 12nd.", "12"),
+    ("The answer is the 4th.", "3"),
+    ("The answer is a third.", "3"),  # "a third" is 1/3
+    (r"\boxed{\text{third}}", "3"),  # and "third" alone may be
+    ("The answer is the third.", r"\frac{1}{3}"),
 ]
 
 
