@@ -203,6 +203,8 @@ def run_function_tests(pool: SandboxPool, judge: JudgeProcess, code: str, job: d
         pool.refill()
         reader = LineReader(job_socket.fileno(), MAX_VERDICT_BYTES)
         verdict, stopped = _await_verdict(job_socket, reader, clock)
+        if stopped is None and verdict.get("error") and clock.expired() == "timeout":
+            stopped = "timeout"  # it failed once its time was spent (between two looks, or killed by its rlimit)
         stages.mark(events, "verdict")
         if events is not None:
             stages.merge(events, (verdict or {}).get("t"))

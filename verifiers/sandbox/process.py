@@ -29,10 +29,12 @@ class SandboxError(RuntimeError):
 
 
 def cpu_limit_s(time_s: float) -> int:
-    """RLIMIT_CPU (whole seconds) for a run whose clock (code/clock.py) allows `time_s` seconds: at least one second
-    past it, so that the clock, which counts every process of the candidate, ends a run that takes too long, and the
-    rlimit is only each process's backstop (2 for 0.5 s, 3 for 2 s, 4 for 2.5 s)."""
-    return math.ceil(time_s) + 1
+    """RLIMIT_CPU (whole seconds) for a run whose clock (code/clock.py) allows `time_s` seconds of the candidate's own
+    time. The clock credits the transport of the judge's requests, up to `time_s` in all, so a candidate answering
+    calls may use twice `time_s` of CPU before its own time is spent: the rlimit is one whole second past that, so
+    that the clock, which counts every process of the candidate, ends a run that takes too long (a `timeout`), and
+    the rlimit is only each process's backstop (2 for 0.5 s, 3 for 1 s, 6 for 2.5 s)."""
+    return math.ceil(2 * time_s) + 1
 
 
 @dataclass(frozen=True)

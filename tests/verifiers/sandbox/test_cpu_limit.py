@@ -11,6 +11,7 @@ import dataclasses
 import pytest
 from code_verifier_helpers import make_code_verifier
 
+from trl_grpo_ext.verifiers.code.clock import CandidateClock
 from trl_grpo_ext.verifiers.code.formats import parse_reference
 from trl_grpo_ext.verifiers.code.native import CaseLimits
 from trl_grpo_ext.verifiers.sandbox.process import Limits, cpu_limit_s
@@ -18,17 +19,28 @@ from trl_grpo_ext.verifiers.sandbox.process import Limits, cpu_limit_s
 
 @pytest.mark.parametrize(
     ("time_s", "cpu_s"),
-    [(0.1, 2), (0.5, 2), (1, 2), (1.0, 2), (1.01, 3), (2, 3), (2.5, 4), (2.999, 4), (3.0, 4), (10, 11), (10.5, 12)],
+    [(0.1, 2), (0.5, 2), (1, 3), (1.0, 3), (1.01, 4), (2, 5), (2.5, 6), (2.999, 7), (3.0, 7), (10, 21), (10.5, 22)],
 )
-def test_cpu_limit_is_at_least_one_whole_second_past_the_clock(time_s, cpu_s):
+def test_cpu_limit_is_a_whole_second_past_the_time_the_clock_may_credit_and_charge(time_s, cpu_s):
+    # The clock credits at most time_s of transport, so the CPU time at which it ends a run is at most 2 x time_s.
     assert cpu_limit_s(time_s) == cpu_s
     assert Limits(time_s=time_s).cpu_rlimit_s == cpu_s
     assert Limits(time_s=time_s).rlimits(nproc=False)["RLIMIT_CPU"] == (cpu_s, cpu_s + 1)
     assert CaseLimits(time_s, 256).rlimits()["RLIMIT_CPU"] == [cpu_s, cpu_s + 1]
 
 
+@pytest.mark.parametrize("time_s", [0.1, 0.5, 1.0, 2.5, 10.0])
+def test_the_rlimit_never_ends_a_run_before_the_clock_does(time_s):
+    # A candidate answering the judge's requests is credited their transport: its own time reaches time_s only once
+    # its CPU time reaches time_s plus the largest credit. Killed by the rlimit before that, it would end as a
+    # crash ("the candidate sandbox ended") rather than a timeout.
+    clock = CandidateClock(None, time_s)
+    clock.calls, clock.cpu_s = 10**12, 10.0 * time_s
+    assert cpu_limit_s(time_s) >= time_s + clock.credit_s() + 1
+
+
 def test_limits_derive_the_cpu_limit_from_their_time_whenever_it_changes():
-    assert dataclasses.replace(Limits(time_s=10.0), time_s=2.5).cpu_rlimit_s == 4
+    assert dataclasses.replace(Limits(time_s=10.0), time_s=2.5).cpu_rlimit_s == 6
 
 
 def test_limits_keep_a_cpu_limit_given_by_name():
@@ -42,8 +54,8 @@ def test_the_code_verifier_derives_each_pool_cpu_limit_the_same_way():
     verifier = make_code_verifier(2.5, compile_timeout_s=0.5, checker_timeout_s=3)
     try:
         pools = [verifier.limits, verifier.compile_limits, verifier.checker_limits]
-        assert [limits.cpu_rlimit_s for limits in pools] == [4, 2, 4]
-        assert verifier.limits.rlimits(nproc=False)["RLIMIT_CPU"] == (4, 5)
+        assert [limits.cpu_rlimit_s for limits in pools] == [6, 2, 7]
+        assert verifier.limits.rlimits(nproc=False)["RLIMIT_CPU"] == (6, 7)
     finally:
         verifier.close()
 
