@@ -277,7 +277,8 @@ def _decide(intervals: list) -> list:
 
 
 def syscall_filter(machine: str) -> bytes:
-    """The classic BPF program of the allowlist for `machine` (a key of MACHINES)."""
+    """The classic BPF program of the allowlist for `machine` (a key of MACHINES). Built here, in the standard library
+    the sandbox's interpreter has, rather than by libseccomp (docs/code_verifier_sandbox.md says why)."""
     arch = MACHINES[machine][0]
     program = [(LD, 0, 0, ARCH), (JEQ, 1, 0, arch), (RET, 0, 0, errno_return(EPERM)), (LD, 0, 0, NR)]
     program += _decide(syscall_actions(machine))
