@@ -26,6 +26,7 @@ from typing import BinaryIO
 
 from ..core.zygote_client import ZygoteClient
 from ..sandbox import stages
+from ..sandbox.cgroups import CandidateGroup, CgroupTree, CgroupUnavailable, join_command
 from ..sandbox.pool import SandboxError, SandboxPool
 from .clock import CandidateClock
 from .outputs import outputs_match
@@ -41,6 +42,10 @@ TEARDOWN_S = 2.0
 # judge process's limits).
 JUDGE_MEMORY_MB = 4096
 JUDGE_CPU_GRACE_S = 5
+# The judge's cgroup, for the zygote and all its children at once: what rlimits per process leave out (processes the
+# test code starts, memory in files, threads on many CPUs). Per judge child (one per candidate running, `workers`,
+# and one for the zygote and children still ending): its address space, 64 processes and threads, one CPU.
+JUDGE_PROCESSES = 64
 # The judge bounds what it reports (code/standalone/judge.py); these bound what is read here all the same.
 MAX_VERDICT_BYTES = 1 << 20
 MAX_REASON_CHARS = 1000
@@ -75,20 +80,46 @@ class JudgeProcess(ZygoteClient):
     what = "judge process"
     error = JudgeError
 
+    def __init__(self, cgroups: CgroupTree | None = None, workers: int = 1):
+        super().__init__()
+        self.cgroups, self.workers = cgroups, workers
+        self.cgroup: CandidateGroup | None = None  # made at the first launch, kept across restarts
+
+    def _group(self) -> CandidateGroup | None:
+        if self.cgroups is None:
+            return None
+        if self.cgroup is None:
+            share = self.workers + 1
+            try:
+                self.cgroup = self.cgroups.judge_group(share * JUDGE_MEMORY_MB << 20, share * JUDGE_PROCESSES, share)
+            except CgroupUnavailable as exc:
+                raise JudgeError(f"cannot make the judge's cgroup: {exc}") from None
+        return self.cgroup
+
     def launch(self) -> tuple[subprocess.Popen, socket.socket]:
         parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         parent_end.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 * MAX_TEST_NOTE_BYTES)  # room for a test's note
+        command = [sys.executable, *SCRIPT_FLAGS, str(STANDALONE_DIR / "judge.py"), str(child_end.fileno())]
         try:
+            group = self._group()
             proc = subprocess.Popen(
-                [sys.executable, *SCRIPT_FLAGS, str(STANDALONE_DIR / "judge.py"), str(child_end.fileno())],
+                command if group is None else join_command(group, command),
                 pass_fds=(child_end.fileno(),), stdin=subprocess.DEVNULL, env={**os.environ, **JUDGE_THREADS},
             )  # fmt: skip
-        except OSError as exc:
+        except (OSError, JudgeError) as exc:
             parent_end.close()
             raise JudgeError(f"cannot start the judge process: {exc}") from exc
         finally:
             child_end.close()
         return proc, parent_end
+
+    def close(self) -> None:
+        """Stop the zygote, then remove its cgroup (killing what the test code may have left in it)."""
+        super().close()
+        with self.lock:
+            if self.cgroup is not None:
+                self.cgroup.remove()
+                self.cgroup = None
 
     def kill_child(self, pid: int | None) -> None:
         """SIGKILL the judge child `pid`, if it is still a child of this judge's zygote."""

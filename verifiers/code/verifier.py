@@ -205,7 +205,7 @@ class CodeVerifier(Verifier):
         with self._start_lock:
             if self._pool is None:
                 self._pool = SandboxPool(self.isolation, self.limits, size=self.workers, cgroups=self._cgroups)
-                self._judge = JudgeProcess()
+                self._judge = JudgeProcess(self._cgroups, self.workers)
 
     def _side_pool(self, role: str) -> SandboxPool:
         """The sandboxes of `role`: "compile" (C++ sources, with the compile limits) or "checker" (rows' checkers, with

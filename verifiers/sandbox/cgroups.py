@@ -160,6 +160,22 @@ class CgroupTree:
             name = f"c{next(self._names)}"
         return CandidateGroup(self, name, memory_bytes, pids)
 
+    def judge_group(self, memory_bytes: int, pids: int, cpus: int) -> CandidateGroup:
+        """The group of the judge process and its children, beside the candidates' (it shares their folder's CPU
+        weight): memory and processes bounded as a whole, at most `cpus` CPUs of time. An out-of-memory kill there
+        takes the process that allocated, not the whole group (the other judges serve other candidates)."""
+        with self._lock:
+            name = f"judge{next(self._names)}"
+        group = CandidateGroup(self, name, memory_bytes, pids, oom_group=False)
+        try:
+            group.bound_cpu(cpus)
+        except OSError as exc:
+            group.remove()
+            raise CgroupUnavailable(
+                f"cannot set the CPU quota of the judge's cgroup {group.folders[0]}: {exc}"
+            ) from None
+        return group
+
     def recycle(self, group: CandidateGroup) -> None:
         """Keep an empty group for the next candidate: making and removing one costs the kernel more than a verdict
         on a trivial program takes. Nothing of the previous candidate is in it: no process (checked), no file (its
@@ -185,9 +201,9 @@ class CgroupTree:
 
 
 class CandidateGroup:
-    """One candidate's cgroup: limits set at creation, `join_fds` for the candidate's first process to enter it."""
+    """One candidate's cgroup (or the judge's): limits set at creation, `join_fds` for its first process to enter it."""
 
-    def __init__(self, tree: CgroupTree, name: str, memory_bytes: int, pids: int):
+    def __init__(self, tree: CgroupTree, name: str, memory_bytes: int, pids: int, oom_group: bool = True):
         self.tree = tree
         self.layout = layout = tree.layout
         self.limits = (memory_bytes, pids)
@@ -201,7 +217,8 @@ class CandidateGroup:
             if layout.version == 2:
                 _write(memory / "memory.max", str(memory_bytes))
                 _write_if_present(memory / "memory.swap.max", "0")
-                _write_if_present(memory / "memory.oom.group", "1")  # an OOM kill ends the whole candidate
+                if oom_group:  # an OOM kill ends the whole candidate
+                    _write_if_present(memory / "memory.oom.group", "1")
             else:
                 _write(memory / "memory.limit_in_bytes", str(memory_bytes))
                 _write_if_present(memory / "memory.memsw.limit_in_bytes", str(memory_bytes))  # no swap either
@@ -232,6 +249,15 @@ class CandidateGroup:
                 _write_if_present(memsw, value)
                 _write(limit, value)
         self.memory_bytes = memory_bytes
+
+    def bound_cpu(self, cpus: int) -> None:
+        """At most `cpus` CPUs of time, over each 100 ms period (a CFS quota)."""
+        period = 100_000
+        if self.layout.version == 2:
+            _write(self._cpu / "cpu.max", f"{cpus * period} {period}")
+        else:
+            _write(self._cpu / "cpu.cfs_period_us", str(period))
+            _write(self._cpu / "cpu.cfs_quota_us", str(cpus * period))
 
     def join_fds(self) -> list[int]:
         """Descriptors of each folder's `cgroup.procs`, open for writing: a process that writes "0" to each joins."""
@@ -349,7 +375,7 @@ def _remove_left_by_dead_processes(parent: Path) -> None:
         _, folder_namespace, pid = folder.name.split("-", 2)
         if folder_namespace != namespace or not pid.isdigit() or os.path.exists(f"/proc/{pid}"):
             continue
-        for group in [*folder.glob("c*"), folder]:
+        for group in [*folder.glob("c*"), *folder.glob("judge*"), folder]:
             try:
                 group.rmdir()
             except OSError:  # still holds a process, or another process removed it first

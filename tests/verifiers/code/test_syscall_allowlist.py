@@ -50,7 +50,8 @@ def _policy() -> dict:
             "allowed": sorted(n for group in h.ALLOWED_SYSCALLS.values() for n in group.split()),
             "filtered": list(h.FILTERED_SYSCALLS), "numbers": h.SYSCALL_NUMBERS,
             "machines": {{m: list(v) for m, v in h.MACHINES.items()}}, "first_unknown": h.FIRST_UNKNOWN_SYSCALL,
-            "fcntl": list(h.FCNTL_ALLOWED), "ioctl_denied": list(h.IOCTL_DENIED),
+            "fcntl": list(h.FCNTL_ALLOWED), "fcntl_locks": list(h.FCNTL_LOCKS), "ioctl_denied": list(h.IOCTL_DENIED),
+            "denied_calls": h.DENIED_CALLS,
             "programs": {{m: h.syscall_filter(m).hex() for m in h.MACHINES}},
         }}))
         """
@@ -110,7 +111,10 @@ def expected(machine: str, nr: int) -> int:
     table = numbers(machine)
     if nr in allowed_numbers(machine):
         return RET_ALLOW
-    if nr == table["clone3"] or POLICY["first_unknown"] <= nr < X32_BIT:
+    denied_calls = {table[name]: number for name, number in POLICY["denied_calls"].items()}
+    if nr in denied_calls:
+        return errno_return(denied_calls[nr])
+    if POLICY["first_unknown"] <= nr < X32_BIT:
         return errno_return(errno.ENOSYS)
     return errno_return(errno.EPERM)
 
@@ -142,7 +146,7 @@ def _verdict(machine: str, name: str, *args: int) -> int:
     return run(machine, numbers(machine)[name], args=args + (0,) * (6 - len(args)))[0]
 
 
-ALLOW, EPERM = RET_ALLOW, errno_return(errno.EPERM)
+ALLOW, EPERM, ENOLCK = RET_ALLOW, errno_return(errno.EPERM), errno_return(errno.ENOLCK)
 
 
 @pytest.mark.parametrize("machine", MACHINES)
@@ -153,9 +157,18 @@ def test_fcntl_is_filtered_by_command(machine):
         assert _verdict(machine, "fcntl", 3, cmd) == EPERM, cmd
         assert _verdict(machine, "fcntl", 3, cmd | 1 << 32) == EPERM, cmd  # the kernel reads the low 32 bits only
     for cmd in range(2048):
-        assert _verdict(machine, "fcntl", 3, cmd) == (ALLOW if cmd in POLICY["fcntl"] else EPERM), cmd
-    for cmd in (0, 1, 2, 3, 4, 5, 6, 7, 36, 37, 38, 1030):  # F_DUPFD .. F_SETLKW, F_OFD_*, F_DUPFD_CLOEXEC
+        wanted = ALLOW if cmd in POLICY["fcntl"] else ENOLCK if cmd in POLICY["fcntl_locks"] else EPERM
+        assert _verdict(machine, "fcntl", 3, cmd) == wanted, cmd
+    for cmd in (0, 1, 2, 3, 4, 1030):  # F_DUPFD .. F_SETFL, F_DUPFD_CLOEXEC
         assert _verdict(machine, "fcntl", 3, cmd) == ALLOW, cmd
+    for cmd in (5, 6, 7, 36, 37, 38):  # F_GETLK, F_SETLK, F_SETLKW, F_OFD_*: a lock on a shared file is a channel
+        assert _verdict(machine, "fcntl", 3, cmd) == ENOLCK, cmd
+        assert _verdict(machine, "fcntl", 3, cmd | 1 << 32) == ENOLCK, cmd
+
+
+@pytest.mark.parametrize("machine", MACHINES)
+def test_flock_fails_as_on_a_file_system_without_locks(machine):
+    assert run(machine, numbers(machine)["flock"])[0] == ENOLCK
 
 
 @pytest.mark.parametrize("machine", MACHINES)
@@ -249,7 +262,7 @@ def test_the_table_agrees_with_the_kernel_headers_and_denies_the_class(machine):
     for name, nr in table.items():  # calls newer than the headers (Linux 6.1 here) are checked by number elsewhere
         if nr <= newest:
             assert kernel.get(name) == nr, (name, nr, kernel.get(name))
-    assert set(POLICY["numbers"]) == set(POLICY["allowed"]) | set(POLICY["filtered"]) | {"clone3"}
+    assert set(POLICY["numbers"]) == set(POLICY["allowed"]) | set(POLICY["filtered"]) | set(POLICY["denied_calls"])
     extra = {"statmount": 457, "listmount": 458, "cachestat": 451}  # past Linux 6.1's headers
     extra |= {"name_to_handle_at": 264, "open_by_handle_at": 265} if machine == "aarch64" else {}
     reachable = [name for name in NEVER if name in {**kernel, **extra} and run(machine, {**kernel, **extra}[name])[0]
@@ -313,7 +326,7 @@ def _needs_x86_64():
 def test_nothing_outside_the_allowlist_is_reachable_from_the_sandbox(verifier):
     _needs_x86_64()
     allowed = allowed_numbers("x86_64") | {numbers("x86_64")[name] for name in POLICY["filtered"]}
-    code_of = {RET_ALLOW: 0, errno_return(errno.EPERM): errno.EPERM, errno_return(errno.ENOSYS): errno.ENOSYS}
+    code_of = {errno_return(number): number for number in (errno.EPERM, errno.ENOSYS, errno.ENOLCK)}
     probes = [nr for nr in range(520) if nr not in allowed and nr not in PASSTHROUGH]
     probes += [X32_BIT | nr for nr in range(600)] + [0x7FFFFFFF, -1]  # x32 (disabled or not), and numbers past all
     wanted = [[nr, code_of[expected("x86_64", nr & 0xFFFFFFFF)]] for nr in probes]
@@ -398,8 +411,9 @@ def fcntl_commands():
     ok = [fcntl.fcntl(fd, fcntl.F_GETFD) >= 0, fcntl.fcntl(fd, fcntl.F_SETFD, fcntl.FD_CLOEXEC) == 0,
           fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_NONBLOCK) == 0,
           fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10) >= 10, fcntl.fcntl(fd, fcntl.F_DUPFD, 20) >= 20,
-          failure(fcntl.lockf, fd, fcntl.LOCK_EX | fcntl.LOCK_NB) == 0,
-          failure(fcntl.fcntl, other, fcntl.F_OFD_SETLK, struct.pack("hhqqi", fcntl.F_WRLCK, 0, 0, 0, 0) + bytes(4)) == 0,
+          failure(fcntl.lockf, fd, fcntl.LOCK_EX | fcntl.LOCK_NB) == errno.ENOLCK,
+          failure(fcntl.fcntl, other, fcntl.F_OFD_SETLK, struct.pack("hhqqi", fcntl.F_WRLCK, 0, 0, 0, 0) + bytes(4))
+          == errno.ENOLCK, failure(fcntl.flock, fd, fcntl.LOCK_EX) == errno.ENOLCK,
           fcntl.fcntl(r, fcntl.F_GETPIPE_SZ) > 0, failure(fcntl.fcntl, r, fcntl.F_GETOWN) == 0]
     denied = [failure(fcntl.fcntl, fd, cmd, arg) for cmd, arg in
               [(fcntl.F_NOTIFY, fcntl.DN_ACCESS), (fcntl.F_SETLEASE, fcntl.F_RDLCK), (fcntl.F_SETOWN, os.getpid()),

@@ -58,6 +58,12 @@ def test_cgroup_v2_groups_next_to_the_trainers_own(monkeypatch, tmp_path):
     assert tree.group(memory_bytes=320 * MB, pids=65) is group
     assert tree.group(memory_bytes=256 * MB, pids=65) is not group
 
+    tree.judge_group(memory_bytes=3 * 4096 * MB, pids=192, cpus=3)  # the judge's: a CPU quota, no group-wide OOM kill
+    judge = next(folder.glob("judge*"))
+    assert {p.name: p.read_text() for p in judge.iterdir()} == {
+        "memory.max": str(3 * 4096 * MB), "memory.swap.max": "0", "pids.max": "192", "cpu.max": "300000 100000",
+    }  # fmt: skip
+
 
 def test_cgroup_v1_one_folder_per_tree_under_the_trainers_own(monkeypatch, tmp_path):
     mounts = [
@@ -99,6 +105,14 @@ def test_cgroup_v1_one_folder_per_tree_under_the_trainers_own(monkeypatch, tmp_p
     (pids / "tasks").write_text(f"{os.getpid()}\n")
     assert group.threads() == [os.getpid()] and group.runnable()  # this test is running
 
+    tree.judge_group(memory_bytes=3 * 4096 * MB, pids=192, cpus=3)
+    judge = {parent.parent.name: next(parent.glob("judge*")) for parent in tree.layout.parents}
+    assert (judge["42"] / "memory.limit_in_bytes").read_text() == str(3 * 4096 * MB)
+    assert (judge["pids"] / "pids.max").read_text() == "192"
+    assert {p.name: p.read_text() for p in judge["cpu,cpuacct"].iterdir()} == {
+        "cpu.cfs_period_us": "100000", "cpu.cfs_quota_us": "300000",
+    }  # fmt: skip
+
     # v1 refuses a memory limit above the memory+swap one: lowering writes memory first, raising memory+swap first.
     written = []
     monkeypatch.setattr(cgroups, "_write", lambda path, value: written.append((path.name, value)))
@@ -139,6 +153,8 @@ def test_only_this_pid_namespaces_dead_trainings_lose_their_folders(tmp_path):
     other = str(int(ours) + 1)  # namespaces are inodes of the nsfs: another one's differs
     for name in (f"trl_grpo_ext-{ours}-{dead}", f"trl_grpo_ext-{other}-{dead}", f"trl_grpo_ext-{ours}-{os.getpid()}"):
         (tmp_path / name / "c0").mkdir(parents=True)
+        (tmp_path / name / "judge1").mkdir()
     cgroups._remove_left_by_dead_processes(tmp_path)
     assert {p.name for p in tmp_path.iterdir()} == {f"trl_grpo_ext-{other}-{dead}", cgroups.own_folder_name()}
     assert (tmp_path / f"trl_grpo_ext-{other}-{dead}" / "c0").is_dir()
+    assert (tmp_path / f"trl_grpo_ext-{other}-{dead}" / "judge1").is_dir()

@@ -74,11 +74,11 @@ def describe(exc: BaseException) -> str:
 # Python program with the standard library makes (threads, fork, subprocess, signals, files, mmap, select/poll/epoll,
 # sockets, time, locale, System V IPC in its own namespace), named in ALLOWED_SYSCALLS; six more with some arguments
 # only (FILTERED_SYSCALLS); clone3, whose flags are behind a pointer a filter cannot read, fails with ENOSYS, and the C
-# library then falls back to clone, as under container runtimes. Every other call fails with EPERM: kernel objects
-# that are not namespaced or outlive the candidate (keys), that watch files the judge shares (inotify, fanotify,
-# dnotify through fcntl), that are kernel attack surface an ordinary program never needs (io_uring, userfaultfd, BPF,
-# perf events, ptrace and other processes' memory, file handles, mounts, namespaces, modules, clocks, sync of the
-# host's disks). Numbers past the newest call named here fail with ENOSYS, as the kernel answers for calls it lacks
+# library then falls back to clone, as under container runtimes; file locks fail with ENOLCK (FCNTL_LOCKS). Every
+# other call fails with EPERM: kernel objects that are not namespaced or outlive the candidate (keys), that watch
+# files the judge shares (inotify, fanotify, dnotify through fcntl), that are kernel attack surface an ordinary
+# program never needs (io_uring, userfaultfd, BPF, perf events, ptrace and other processes' memory, file handles,
+# mounts, namespaces, modules, clocks, sync of the host's disks). Numbers past the newest call named here fail with ENOSYS, as the kernel answers for calls it lacks
 # (so a newer C library falls back). Every entry point is covered: the filter first checks the audit architecture
 # (i386 calls through int 0x80 from a 64-bit process are AUDIT_ARCH_I386: denied) and denies x32 numbers (bit 30).
 ALLOWED_SYSCALLS = {
@@ -87,7 +87,7 @@ ALLOWED_SYSCALLS = {
     "close close_range dup dup2 dup3 pipe pipe2 stat fstat lstat newfstatat statx statfs fstatfs access faccessat "
     "faccessat2 getdents getdents64 getcwd chdir fchdir mkdir mkdirat rmdir rename renameat renameat2 link linkat "
     "unlink unlinkat symlink symlinkat readlink readlinkat mknod mknodat chmod fchmod fchmodat fchmodat2 chown fchown "
-    "lchown fchownat umask utime utimes futimesat utimensat truncate ftruncate fallocate fadvise64 fsync fdatasync flock "
+    "lchown fchownat umask utime utimes futimesat utimensat truncate ftruncate fallocate fadvise64 fsync fdatasync "
     "sendfile copy_file_range splice tee getxattr lgetxattr fgetxattr listxattr llistxattr flistxattr setxattr "
     "lsetxattr fsetxattr removexattr lremovexattr fremovexattr memfd_create eventfd eventfd2 timerfd_create "
     "timerfd_settime timerfd_gettime signalfd signalfd4",
@@ -177,15 +177,20 @@ SYSCALL_NUMBERS = {
 MACHINES = {"x86_64": (0xC000003E, 0, 250), "aarch64": (0xC00000B7, 1, 219)}
 FIRST_UNKNOWN_SYSCALL = 470  # past file_setattr (469, Linux 6.17): calls newer than this table, ENOSYS
 X32_SYSCALL_BIT, KEYCTL_JOIN_SESSION_KEYRING = 0x40000000, 1
-# fcntl: descriptors, status flags, record locks (classic and open file description), pipe sizes, memfd seals. Not:
-# F_NOTIFY (dnotify: a watch on a folder shared with the judge), F_SETLEASE, F_SETOWN, F_SETOWN_EX, F_SETSIG (signals
-# on another's file access or to other processes), nor anything newer.
+# fcntl: descriptors, status flags, pipe sizes, memfd seals. Not: F_NOTIFY (dnotify: a watch on a folder shared with
+# the judge), F_SETLEASE, F_SETOWN, F_SETOWN_EX, F_SETSIG (signals on another's file access or to other processes),
+# nor anything newer.
 FCNTL_ALLOWED = (
-    0, 1, 2, 3, 4, 5, 6, 7,  # F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL, F_GETLK, F_SETLK, F_SETLKW
+    0, 1, 2, 3, 4,  # F_DUPFD, F_GETFD, F_SETFD, F_GETFL, F_SETFL
     9, 11, 16,  # F_GETOWN, F_GETSIG, F_GETOWN_EX
-    36, 37, 38,  # F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW
     1025, 1030, 1031, 1032, 1033, 1034,  # F_GETLEASE, F_DUPFD_CLOEXEC, F_{SET,GET}PIPE_SZ, F_ADD_SEALS, F_GET_SEALS
 )  # fmt: skip
+# File locks fail with ENOLCK, as on a file system without lock support: `flock`, and fcntl's record locks, classic and
+# per open file description. Every file a candidate can open outside its own /tmp and /dev/shm is an inode it shares
+# with the candidates beside it and with the host (the read-only binds of /usr, /etc and the sandbox's modules, the
+# device nodes of /dev), and a lock on one, taken on a read-only descriptor and probed by a neighbour, carries a bit.
+# A filter cannot tell a shared file from the candidate's own (the descriptor is all it sees), so locks go entirely.
+FCNTL_LOCKS = (5, 6, 7, 36, 37, 38)  # F_GETLK, F_SETLK, F_SETLKW, F_OFD_GETLK, F_OFD_SETLK, F_OFD_SETLKW
 # ioctl: the terminal and FIO* commands (type 'T' below number 0x80: isatty, termios, the window size, pty, FIONBIO,
 # FIOCLEX, FIONREAD; TUN's commands are 'T' from 0xC8) and the socket ones (type 0x89: SIOC*), compared on bits 7-15,
 # else ENOTTY, as for a descriptor that has no such command (no device driver's commands, should a device be
@@ -201,7 +206,10 @@ CLONE_NEW_NAMESPACES, CLONE_NEWTIME = 0x7E020000, 0x00000080
 # AF_KEY, ...): those fail with EAFNOSUPPORT, as where the kernel lacks them.
 SOCKET_FAMILIES, AF_NETLINK, NETLINK_ROUTE = (1, 2, 10), 16, 0
 RET_ALLOW = 0x7FFF0000
-EPERM, ENOTTY, ENOSYS, EAFNOSUPPORT = 1, 25, 38, 97
+EPERM, ENOTTY, ENOLCK, ENOSYS, EAFNOSUPPORT = 1, 25, 37, 38, 97
+# Calls denied whole with an errno of their own: clone3 (its flags are behind a pointer a filter cannot read; the C
+# library falls back to clone on ENOSYS) and flock (see FCNTL_LOCKS).
+DENIED_CALLS = {"clone3": ENOSYS, "flock": ENOLCK}
 
 
 def errno_return(number: int) -> int:
@@ -219,9 +227,10 @@ def _argument(index: int) -> int:
 def _handlers() -> dict:
     """The blocks of the calls filtered by argument, each ending in its own returns (jumps stay short). Each
     argument is compared on its low 32 bits, which is all the kernel reads of it (an int or unsigned int)."""
-    allow, eperm = (RET, 0, 0, RET_ALLOW), (RET, 0, 0, errno_return(EPERM))
-    m = len(FCNTL_ALLOWED)
-    fcntl = [(LD, 0, 0, _argument(1))] + [(JEQ, m - i, 0, cmd) for i, cmd in enumerate(FCNTL_ALLOWED)] + [eperm, allow]
+    allow, eperm, enolck = (RET, 0, 0, RET_ALLOW), (RET, 0, 0, errno_return(EPERM)), (RET, 0, 0, errno_return(ENOLCK))
+    m, k = len(FCNTL_ALLOWED), len(FCNTL_LOCKS)
+    fcntl = [(LD, 0, 0, _argument(1))] + [(JEQ, m + k + 1 - i, 0, cmd) for i, cmd in enumerate(FCNTL_ALLOWED)]
+    fcntl += [(JEQ, k - i, 0, cmd) for i, cmd in enumerate(FCNTL_LOCKS)] + [eperm, enolck, allow]
     d = len(IOCTL_DENIED)
     t = len(IOCTL_TYPES)
     ioctl = [(LD, 0, 0, _argument(1))] + [(JEQ, d + t + 1 - i, 0, cmd) for i, cmd in enumerate(IOCTL_DENIED)]
@@ -243,7 +252,8 @@ def syscall_actions(machine: str) -> list[tuple[int, object]]:
     for name, row in SYSCALL_NUMBERS.items():
         if row[column] is not None:
             actions[row[column]] = name if name in FILTERED_SYSCALLS else RET_ALLOW
-    actions[SYSCALL_NUMBERS["clone3"][column]] = errno_return(ENOSYS)
+    for name, number in DENIED_CALLS.items():
+        actions[SYSCALL_NUMBERS[name][column]] = errno_return(number)
     intervals = [(0, errno_return(EPERM))]
     for number in sorted(actions):
         intervals += [(number, actions[number]), (number + 1, errno_return(EPERM))]
@@ -267,7 +277,8 @@ def _decide(intervals: list) -> list:
 
 
 def syscall_filter(machine: str) -> bytes:
-    """The classic BPF program of the allowlist for `machine` (a key of MACHINES)."""
+    """The classic BPF program of the allowlist for `machine` (a key of MACHINES). Built here, in the standard library
+    the sandbox's interpreter has, rather than by libseccomp (docs/code_verifier_sandbox.md says why)."""
     arch = MACHINES[machine][0]
     program = [(LD, 0, 0, ARCH), (JEQ, 1, 0, arch), (RET, 0, 0, errno_return(EPERM)), (LD, 0, 0, NR)]
     program += _decide(syscall_actions(machine))
@@ -318,7 +329,8 @@ def restrict_kernel_objects() -> None:
     only the system calls of the allowlist (ALLOWED_SYSCALLS, FILTERED_SYSCALLS): no keys, no BPF, no inotify,
     fanotify or dnotify, no io_uring, no userfaultfd, no perf events, no ptrace. What a candidate can create ends with
     its namespaces (System V IPC with its IPC namespace, sockets with its network namespace, files with its /tmp) or
-    with its processes (memfd files, timers, eventfds, locks)."""
+    with its processes (memfd files, timers, eventfds); file locks, which would outlive neither but reach a neighbour
+    through a shared file, fail with ENOLCK."""
     kernel = prepare_kernel_restriction()
     if kernel.keyctl is not None and kernel.syscall(kernel.keyctl, KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
         raise OSError(ctypes.get_errno(), "cannot join a session keyring of its own")
