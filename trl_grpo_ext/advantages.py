@@ -5,7 +5,8 @@ the same shape. It may also declare any of these keyword-only parameters, which 
 
 - `epsilon` (float): added to denominators;
 - `unbiased_std` (bool): Bessel-corrected standard deviations (as TRL's `nanstd`) or not;
-- `lengths` (Tensor (num_groups, G)): completion lengths in tokens;
+- `lengths` (Tensor (num_groups, G)): completion lengths in tokens, the tokens the policy generated (padding and tool
+  results excluded);
 - `k` (int): the k of pass@k.
 
 `compute_advantages` then applies the edge-case rules once, for every estimator (built-in or registered by a user):
