@@ -108,7 +108,8 @@ def test_lengths_count_only_the_tokens_the_policy_generated(tiny_model_dir, tmp_
     trainer = train(ToolResultMarkingTrainer, cfg, tiny_model_dir)
     rewards, advantages = trained_rewards_and_advantages(trainer)
     generated = completion_lengths(trainer, trainer.generated[-1])
-    policy_tokens = generated - (generated >= 2).long()  # the second token, where there is one, is a tool result
+    # The second token, where there is one, is a tool result.
+    policy_tokens = generated - (generated >= 2).to(generated.dtype)
     expected = compute_advantages(rewards, group_size=4, estimator="reinforce_pp", lengths=policy_tokens)
     torch.testing.assert_close(advantages, expected, rtol=0, atol=0)
     with_tool_tokens = compute_advantages(rewards, group_size=4, estimator="reinforce_pp", lengths=generated)
