@@ -5,7 +5,8 @@ the same shape. It may also declare any of these keyword-only parameters, which 
 
 - `epsilon` (float): added to denominators;
 - `unbiased_std` (bool): Bessel-corrected standard deviations (as TRL's `nanstd`) or not;
-- `lengths` (Tensor (num_groups, G)): completion lengths in tokens;
+- `lengths` (Tensor (num_groups, G)): completion lengths in tokens, the tokens the policy generated (padding and tool
+  results excluded);
 - `k` (int): the k of pass@k.
 
 `compute_advantages` then applies the edge-case rules once, for every estimator (built-in or registered by a user):
@@ -162,9 +163,10 @@ def reinforce_pp_baseline(rewards: torch.Tensor, *, epsilon: float, unbiased_std
 def reinforce_pp(
     rewards: torch.Tensor, *, lengths: torch.Tensor | None, epsilon: float, unbiased_std: bool
 ) -> torch.Tensor:
-    """The return whitened over every completion token of the batch, no group baseline: REINFORCE++ (arXiv 2501.03262).
+    """(r - token mean) / (token std + eps) over every completion token of the batch: REINFORCE++ (arXiv 2501.03262).
 
-    A completion's return is its reward (with `kl_placement="reward"`, minus its KL penalty) at each of its tokens, so
+    No group baseline: the return is whitened over the batch, as OpenRLHF's `reinforce` and verl's `reinforce_plus_plus`
+    do. A completion's return is its reward (with `kl_placement="reward"`, minus its KL penalty) at each of its tokens, so
     the token-level mean and standard deviation are those of the rewards weighted by the completion lengths:
     `(r_i - m) / (s + eps)`, `m = sum_j L_j r_j / T`, `s^2 = sum_j L_j (r_j - m)^2 / T` (`/ (T - 1)` with
     `unbiased_std`), `T = sum_j L_j` over the scorable completions. 0 everywhere when every token has the same return.

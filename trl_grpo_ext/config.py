@@ -229,8 +229,9 @@ class GRPOExtConfig(GRPOConfig):
         metadata={
             "help": "'uniform': every epoch visits each prompt once, in a seeded order (stock's sampler). 'pass_rate': "
             "prompts drawn with weight p(1 - p), p the prompt's running pass rate with Laplace's prior (passed + 1) / "
-            "(tried + 2), so solved and hopeless prompts are drawn less and unseen ones most (prime-rl's and ROLL's "
-            "difficulty filters, as weights); the counts are saved in checkpoints.",
+            "(tried + 2), so solved and hopeless prompts are drawn less and unseen ones most (the learnability weight of "
+            "Foster et al. 2025, arXiv 2502.12272; prime-rl's and ROLL's difficulty filters, as weights); the counts "
+            "are saved in checkpoints.",
         },
     )
 

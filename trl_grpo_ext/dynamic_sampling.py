@@ -36,6 +36,14 @@ def combined_rewards(rewards_per_func: torch.Tensor, reward_weights: torch.Tenso
     return rewards
 
 
+def trained_token_mask(batch: dict) -> torch.Tensor:
+    """(N, T) mask of the completion tokens the policy generated, the ones stock's loss trains on: `completion_mask`,
+    times `tool_mask` where tool results or environment feedback were inserted into the completions (those tokens are
+    not the policy's actions)."""
+    mask = batch["completion_mask"]
+    return mask if "tool_mask" not in batch else mask * batch["tool_mask"]
+
+
 def informative_groups(advantages: torch.Tensor, group_size: int) -> torch.Tensor:
     """(num_groups,) bool: the group has at least one non-zero advantage.
 

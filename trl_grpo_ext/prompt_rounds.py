@@ -33,6 +33,7 @@ from .dynamic_sampling import (
     padding_value,
     pick_groups,
     round_informative_groups,
+    trained_token_mask,
 )
 from .prompt_stream import PromptStream
 
@@ -132,10 +133,11 @@ class PromptRounds:
         return self.local_slice_with_advantages(batch, is_filler, last_round=(len(rounds) - 1, picks + fillers))
 
     def lengths(self, batch: dict) -> torch.Tensor | None:
-        """The completion lengths of a gathered batch, for an estimator that declares `lengths`; else None."""
+        """The tokens the policy generated in each completion of a gathered batch (`trained_token_mask`), for an
+        estimator that declares `lengths`; else None."""
         if not estimator_properties(self.args.advantage_estimator).needs_lengths:
             return None
-        return batch["completion_mask"].sum(dim=1)
+        return trained_token_mask(batch).sum(dim=1)
 
     def informative_groups(self, rewards: torch.Tensor, lengths: torch.Tensor | None) -> torch.Tensor:
         return round_informative_groups(
@@ -177,7 +179,7 @@ class PromptRounds:
         trained = advantages[~is_filler]
         if trained.numel():
             self.log_advantages(trained, size)
-        loss_mask = batch["completion_mask"] * batch.get("tool_mask", 1)
+        loss_mask = trained_token_mask(batch)
         num_local = batch["completion_mask"].size(0) // self.accelerator.num_processes
         start = self.accelerator.process_index * num_local
         output = {field: value[start : start + num_local] for field, value in batch.items()}

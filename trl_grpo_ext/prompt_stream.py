@@ -27,8 +27,8 @@ logger = logging.getLogger(__name__)
 # `prompt_sampling` choices, each with the one line `trl-grpo-ext list` shows.
 PROMPT_SAMPLINGS = {
     "uniform": "each epoch visits every active prompt once, in a seeded order (stock's sampler)",
-    "pass_rate": "weight p (1 - p), p = (passed + 1) / (tried + 2) the prompt's running pass rate: prime-rl's and "
-    "ROLL's difficulty filters, as weights",
+    "pass_rate": "weight p (1 - p), p = (passed + 1) / (tried + 2) the prompt's running pass rate: learnability "
+    "sampling (arXiv 2502.12272)",
 }
 
 
@@ -36,10 +36,12 @@ def pass_rate_weights(passed: torch.Tensor, tried: torch.Tensor) -> torch.Tensor
     """Sampling weight p (1 - p) of each prompt, p = (passed + 1) / (tried + 2) its running pass rate under Laplace's
     rule of succession (an unseen prompt has p = 1/2).
 
-    p (1 - p) is the variance of a prompt's 0/1 reward: the prompts whose groups carry the most signal for a group
-    baseline weigh most, solved (p -> 1) and hopeless (p -> 0) ones less the more often they were tried, never 0, so a
-    prompt the policy starts to solve is drawn again. The weighting is the soft form of the pass-rate filters of
-    prime-rl (easy and hard pools) and ROLL (difficulty mask), which drop prompts outside a pass-rate band."""
+    p (1 - p) is the variance of a prompt's 0/1 reward, the "learnability" by which Foster et al. 2025 ("Learning to
+    Reason at the Frontier of Learnability", arXiv 2502.12272) prioritise questions: the prompts whose groups carry the
+    most signal for a group baseline weigh most, solved (p -> 1) and hopeless (p -> 0) ones less the more often they
+    were tried, never 0, so a prompt the policy starts to solve is drawn again. It is also the soft form of the
+    pass-rate filters of prime-rl (easy and hard pools) and ROLL (difficulty mask), which drop prompts outside a
+    pass-rate band."""
     rate = (passed.to(torch.float64) + 1) / (tried.to(torch.float64) + 2)
     return rate * (1 - rate)
 

@@ -40,7 +40,7 @@ from trl.models.utils import disable_gradient_checkpointing
 from .advantages import advantage_metrics, clip_advantages, compute_advantages, estimator_properties
 from .compat import check_supported_versions, known_deprecations_silenced, replaced_attribute
 from .config import GRPOExtConfig
-from .dynamic_sampling import combined_rewards
+from .dynamic_sampling import combined_rewards, trained_token_mask
 from .evaluation.core import grouped_figures
 from .kl import kl_divergence
 from .prompt_rounds import PromptRounds, Scored, build_prompt_stream
@@ -281,7 +281,7 @@ class GRPOExtTrainer(GRPOTrainer):
         rewards, penalty = self._task_rewards_and_penalty(output, mode)
         lengths = None
         if estimator_properties(self.args.advantage_estimator).needs_lengths:
-            lengths = self.accelerator.gather(output["completion_mask"].sum(dim=1))
+            lengths = self.accelerator.gather(trained_token_mask(output).sum(dim=1))
         advantages = self._advantages(rewards if penalty is None else rewards - penalty, group_size, lengths)
         num_local = output["prompt_ids"].size(0)
         start = self.accelerator.process_index * num_local
@@ -360,7 +360,7 @@ class GRPOExtTrainer(GRPOTrainer):
                     **{key: output[key] for key in FORWARD_KEYS if key in output},
                 )
         kl = kl_divergence(policy_logps, output["ref_per_token_logps"], self.args.kl_estimator, self.args.kl_clamp)
-        return (kl * output["completion_mask"]).sum(dim=1)
+        return (kl * trained_token_mask(output)).sum(dim=1)
 
     # --- KL term of the loss ---
 
@@ -386,9 +386,7 @@ class GRPOExtTrainer(GRPOTrainer):
 
         mode = "train" if self.model.training else "eval"
         per_token_logps = captured["logps"]
-        mask = (
-            inputs["completion_mask"] if "tool_mask" not in inputs else inputs["completion_mask"] * inputs["tool_mask"]
-        )
+        mask = trained_token_mask(inputs)
         ref_logps = inputs["ref_per_token_logps"]
         ratio = self._importance_ratio(per_token_logps, inputs.get("old_per_token_logps"), mask)
         kl = kl_divergence(per_token_logps, ref_logps, self.args.kl_estimator, self.args.kl_clamp) * ratio

@@ -195,17 +195,33 @@ def test_reinforce_pp_gives_zero_when_every_token_has_the_same_return():
 def test_reinforce_pp_equals_the_peers_token_whitening(peer, unbiased_std, seed):
     """With the reward on each response's last token and no KL in it, a response's return is its reward at every
     token, so the peers' per-token advantages are constant along each response and equal ours; exactly once their 1e-8
-    in the variance is removed, and within 1e-7 with it (rewards of unit variance)."""
+    constants are removed, and within 1e-7 with them (rewards of unit variance)."""
     rng = np.random.default_rng(seed)
     rewards = [float(v) for v in rng.choice([0.0, 0.25, 1.0], size=24)]
     lengths = [int(v) for v in rng.integers(1, 40, size=24)]
     token_rewards = [[0.0] * (length - 1) + [r] for r, length in zip(rewards, lengths)]
     ours = library(rewards, 4, "reinforce_pp", lengths=lengths, epsilon=0.0, unbiased_std=unbiased_std)
-    for variance_epsilon, tolerance in [(0.0, 1e-12), (1e-8, 1e-7)]:
-        theirs = peer_reinforce_pp(token_rewards, peer, variance_epsilon)
+    for epsilon, tolerance in [(0.0, 1e-12), (1e-8, 1e-7)]:
+        theirs = peer_reinforce_pp(token_rewards, peer, epsilon)
         for index, response in enumerate(theirs):
             assert len(set(response)) == 1
             assert response[0] == pytest.approx(ours[index].item(), rel=tolerance, abs=tolerance)
+
+
+@pytest.mark.parametrize(("peer", "unbiased_std"), [("openrlhf", False), ("verl", True)])
+def test_reinforce_pp_leaves_tool_results_out_as_the_peers_masks_do(peer, unbiased_std):
+    """Tool results inside a response are outside the peers' action (response) masks: they add nothing to the return
+    and are left out of the token statistics. The trainer's `lengths` count the tokens the policy generated, so ours
+    equals theirs on the policy's tokens."""
+    rng = np.random.default_rng(7)
+    rewards = [float(v) for v in rng.choice([0.0, 1.0], size=12)]
+    masks = [[int(v) for v in rng.choice([0, 1, 1, 1], size=int(n))] + [1] for n in rng.integers(2, 30, size=12)]
+    token_rewards = [[0.0] * (len(mask) - 1) + [r] for r, mask in zip(rewards, masks)]
+    policy_tokens = [sum(mask) for mask in masks]
+    assert any(0 in mask for mask in masks)  # the premise: some responses hold tool results
+    ours = library(rewards, 4, "reinforce_pp", lengths=policy_tokens, epsilon=0.0, unbiased_std=unbiased_std)
+    for index, response in enumerate(peer_reinforce_pp(token_rewards, peer, epsilon=0.0, masks=masks)):
+        assert response == pytest.approx([ours[index].item()] * policy_tokens[index], rel=1e-12)
 
 
 def test_reinforce_pp_with_the_kl_in_the_reward_puts_the_whole_penalty_on_the_last_token():
@@ -218,10 +234,10 @@ def test_reinforce_pp_with_the_kl_in_the_reward_puts_the_whole_penalty_on_the_la
     penalised = [score - beta * sum(kls) for score, kls in zip(scores, token_kl)]
     ours = library(penalised, 2, "reinforce_pp", lengths=lengths, epsilon=0.0)
     penalty_at_end = [[0.0] * (len(kls) - 1) + [r] for r, kls in zip(penalised, token_kl)]
-    for index, response in enumerate(peer_reinforce_pp(penalty_at_end, "verl", variance_epsilon=0.0)):
+    for index, response in enumerate(peer_reinforce_pp(penalty_at_end, "verl", epsilon=0.0)):
         assert response == pytest.approx([ours[index].item()] * lengths[index], rel=1e-12)
     spread = [[-beta * kl for kl in kls[:-1]] + [score - beta * kls[-1]] for score, kls in zip(scores, token_kl)]
-    for response in peer_reinforce_pp(spread, "verl", variance_epsilon=0.0)[:3]:
+    for response in peer_reinforce_pp(spread, "verl", epsilon=0.0)[:3]:
         assert response == sorted(response)  # the return grows along the response as less KL is left to come
 
 

@@ -58,17 +58,30 @@ def score(inputs):
     return output, rewards, None
 
 
-def make_rounds(args, stream=None, shuffle=False):
-    log = SimpleNamespace(metrics=defaultdict(list), advantages=[], table=None, rounds=[])
+def score_with_a_tool_result(inputs):
+    """`score`, with each completion's second token marked as a tool result (tool_mask 0), as TRL's tool loop marks
+    the tokens it inserts."""
+    output, rewards, penalty = score(inputs)
+    output["tool_mask"] = torch.ones_like(output["completion_mask"])
+    output["tool_mask"][:, 1] = 0
+    return output, rewards, penalty
+
+
+def make_rounds(args, stream=None, shuffle=False, scorer=score):
+    log = SimpleNamespace(metrics=defaultdict(list), advantages=[], table=None, rounds=[], lengths=[])
 
     def scored(inputs):
         log.rounds.append(sorted({item["row"] for item in inputs}))
-        return score(inputs)
+        return scorer(inputs)
+
+    def advantages(rewards, size, lengths):
+        log.lengths.append(lengths)
+        return compute_advantages(rewards, size, args.advantage_estimator, 1e-4, lengths)
 
     rounds = PromptRounds(
         stream or PromptStream(len(ROWS), 0, shuffle, args.retire_solved_after), ROWS, args, OneProcess(),
         torch.ones(1), pad_token_id=0, score=scored,
-        advantages=lambda rewards, size, lengths: compute_advantages(rewards, size, "grpo", 1e-4, lengths),
+        advantages=advantages,
         log_metric=lambda name, value: log.metrics[name].append(value),
         log_advantages=lambda advantages, size: log.advantages.append(advantages),
         show_advantages=lambda values: setattr(log, "table", values),
@@ -117,6 +130,17 @@ def test_without_dynamic_sampling_one_round_is_the_batch_and_solved_prompts_reti
     }
     rounds.batch()
     assert log.rounds[-1] == [3, 4, 5]
+
+
+def test_an_estimator_that_takes_lengths_gets_the_tokens_the_policy_generated():
+    rounds, log = make_rounds(
+        settings(dynamic_sampling=False, retire_solved_after=1, advantage_estimator="reinforce_pp"),
+        scorer=score_with_a_tool_result,
+    )
+    batch = rounds.batch()
+    # rows 0, 1, 2: completions of 2 + row % 3 tokens, the second of them a tool result
+    assert log.lengths[0].tolist() == [1] * SIZE + [2] * SIZE + [3] * SIZE
+    assert batch["num_items_in_batch"] == 6 * SIZE  # the loss skips the tool results too
 
 
 def test_the_stream_resumes_from_the_saved_state():

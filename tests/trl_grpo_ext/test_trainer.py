@@ -87,6 +87,35 @@ def test_each_estimator_trains_on_its_formula(tiny_model_dir, tmp_path, estimato
     assert logged(trainer, "advantages/max_abs")[-1] == pytest.approx(advantages.abs().max().item())
 
 
+class ToolResultMarkingTrainer(CompletionRecordingTrainer):
+    """Marks the second token of each completion as a tool result (tool_mask 0), as TRL's tool loop marks the tokens it
+    inserts, without running a tool."""
+
+    def _generate(self, prompts):
+        prompt_ids, completion_ids, _, *rest = super()._generate(prompts)
+        tool_mask = [[int(position != 1) for position in range(len(ids))] for ids in completion_ids]
+        return prompt_ids, completion_ids, tool_mask, *rest
+
+
+def test_lengths_count_only_the_tokens_the_policy_generated(tiny_model_dir, tmp_path):
+    """Tool results are not the policy's actions and the loss skips them: the token statistics of `reinforce_pp` (and
+    any estimator's `lengths`) leave them out, as verl's response mask does."""
+    cfg = ext_config(
+        tmp_path,
+        advantage_estimator="reinforce_pp",
+        generation_kwargs={"sequence_bias": {(end_of_sequence(tiny_model_dir),): 4.0}},  # different lengths
+    )
+    trainer = train(ToolResultMarkingTrainer, cfg, tiny_model_dir)
+    rewards, advantages = trained_rewards_and_advantages(trainer)
+    generated = completion_lengths(trainer, trainer.generated[-1])
+    # The second token, where there is one, is a tool result.
+    policy_tokens = generated - (generated >= 2).to(generated.dtype)
+    expected = compute_advantages(rewards, group_size=4, estimator="reinforce_pp", lengths=policy_tokens)
+    torch.testing.assert_close(advantages, expected, rtol=0, atol=0)
+    with_tool_tokens = compute_advantages(rewards, group_size=4, estimator="reinforce_pp", lengths=generated)
+    assert not torch.equal(expected, with_tool_tokens)  # the premise: counting the tool result would differ
+
+
 def test_opo_uses_completion_lengths(tiny_model_dir, tmp_path):
     trainer = train(GRPOExtTrainer, ext_config(tmp_path, advantage_estimator="opo"), tiny_model_dir)
     rewards, advantages = trained_rewards_and_advantages(trainer)
@@ -178,6 +207,12 @@ def test_rollout_sequence_kl_is_the_sum_of_token_log_ratios(tiny_model_dir, tmp_
     got = trainer._rollout_sequence_kl(batch, "train")
     assert expected.abs().min() > 1e-3
     torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
+    # A tool result inserted into the completion is not the policy's action: its log-ratio is left out of the penalty.
+    batch["tool_mask"] = torch.tensor([[1, 0, 1], [1, 1, 1]])
+    token_ratios = (token_logps(trainer.model) - batch["ref_per_token_logps"]) * batch["completion_mask"]
+    without_tool_result = (token_ratios * batch["tool_mask"]).sum(dim=1)
+    assert (without_tool_result - expected).abs().max() > 1e-3  # the premise: the tool token's log-ratio counts
+    torch.testing.assert_close(trainer._rollout_sequence_kl(batch, "train"), without_tool_result, rtol=1e-4, atol=1e-5)
 
 
 def test_adaptive_beta_follows_the_controller(tiny_model_dir, tmp_path):
