@@ -1,6 +1,6 @@
 """Wrong answers generated from correct ones: every non-equivalent mutant of a reference must score 0.
 
-Issue 19 asked for rules that close classes of false positives rather than cases; this generator keeps them closed.
+The grader's rules close classes of false positives rather than cases; this generator keeps them closed.
 From each reference (the public pairs' golds and the probes' references) it builds completions in these classes,
 each known by construction to be a different answer:
 
@@ -16,11 +16,11 @@ each known by construction to be a different answer:
 - `perturbation`: a formula in x plus a narrow window (`\\max(0, 1 - 1000|x - c|)`), a far-out term
   (`\\max(0, x - 5000)`), a term only at integers (`1 - \\lceil x \\rceil + \\lfloor x \\rfloor`), a bump
   (`e^{-1000(x - c)^2}`) or a constant below the agreement tolerance (`10^{-35}`);
-- `echo` (issue 32): an integer reference n written as the operation a question asks for, left unevaluated
+- `echo`: an integer reference n written as the operation a question asks for, left unevaluated
   (`a + b`, `a \\times b`, `2^{k}`, `\\dbinom{m}{k}`, `\\sqrt{n^2}`): 0 with reason `not_simplified`;
-- `cut_off` (issue 32): a chain of thought that states a wrong value, then a sentence cut off as it starts to state
+- `cut_off`: a chain of thought that states a wrong value, then a sentence cut off as it starts to state
   the reference ("So the answer is X.\\n\\nActually the total is", an unclosed `\\boxed{` of the reference);
-- `hedge_across_sentences` (issue 32): the reference, then in a later clause or sentence "though it could also be
+- `hedge_across_sentences`: the reference, then in a later clause or sentence "though it could also be
   X", "X might be right too", "On reflection it might be X".
 
 Ratios, clock times and the sentence around an answer (`math_mutants_sentences.py`, whole completions, never placed
@@ -33,7 +33,7 @@ completion cut off while it goes on working), `json` (a wrong "answer" field bes
 reference) and `run_on` (a wrong answer, then a new turn or an invented next problem stating the reference). The
 ratio and clock references (`RATIO_REFERENCES`, `TIME_REFERENCES`) join the probes' references.
 
-Issue 32: real policies write whole completions, not bare boxes. So every mutant with one wrong final answer X is
+Real policies write whole completions, not bare boxes. So every mutant with one wrong final answer X is
 also placed in completion templates (`TEMPLATES`): a chain of thought ending in `\\boxed{X}`, Minerva ("Final
 Answer: The final answer is $X$. I hope it is correct."), GSM8K ("... #### X"), bold ("**Answer:** X", "The answer
 is **X**."), `<answer>X</answer>` after a `<think>` block, Unicode (`−`, `√`, `π`), intermediate boxes (the reference
@@ -346,7 +346,7 @@ def _approximations(answer: str, number) -> list[str]:
 
 def echoes(n: int) -> list[str]:
     """The integer n written as an operation left to perform: a sum, a product, a power of 2, a binomial
-    coefficient, the square root of its square (issue 32: the question copied into the answer)."""
+    coefficient, the square root of its square (the question copied into the answer)."""
     out = []
     if n >= 3:
         out.append(f"{n - n // 3} + {n // 3}")

@@ -1,6 +1,6 @@
 """Hand-written probes of the `math` verifier: (category, prediction, reference, verdict of a careful human grader).
 
-Written for issue 10 ("Math rewards that cannot be farmed"): most probes are wrong answers a policy could learn to
+The value probes, written so that the math reward cannot be farmed: most are wrong answers a policy could learn to
 give (a dropped absolute value, a rounded number, a tiny extra term, a bracket of the wrong kind) next to the true
 identities that must still be accepted. `tests/verifiers/math/test_probes.py` checks the `math` verifier against every
 verdict; `benchmarks/math_verifier.py --probes` prints its verdicts next to math-verify's.

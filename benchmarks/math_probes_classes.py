@@ -1,13 +1,13 @@
-"""Probes of the classes of issue 19: (category, completion, reference, verdict of a careful human grader).
+"""The class probes: (category, completion, reference, verdict of a careful human grader).
 
-Written for issue 19 ("the math reward pays only what it can stand behind"), one category per class of false
-positive that a held-back set found (and one of misses a careful grader would pay). Unlike `math_probes.py`, the
-prediction is a whole completion (boxed, or prose for the hedges), used as is. `tests/verifiers/math/test_probes.py`
+Written so that the math reward pays only what it can stand behind: one category per class of false positive that
+a held-back set found (and one of misses a careful grader would pay). Unlike the value probes of `math_probes.py`,
+the prediction is a whole completion (boxed, or prose for the hedges), used as is. `tests/verifiers/math/test_probes.py`
 checks every verdict; `benchmarks/math_verifier.py --probes` prints them next to math-verify's.
 
-Issue 32's closed-form rule turned five verdicts from paid to 0 (`not_simplified`): `7!!` for 105, `8!!` for 384,
+Five probes equal in value score 0 under the closed-form rule (`not_simplified`): `7!!` for 105, `8!!` for 384,
 `\\cos(\\pi/3)` for 1/2, `\\operatorname{lcm}(4, 6)` for 12 and `\\gcd(12, 18)` for 6 leave an operation to perform;
-its word-class rule turned `\\boxed{6 \\text{ apples}}` for 6 from 0 to paid (a noun after a number is what was counted).
+under the word-class rule `\\boxed{6 \\text{ apples}}` for 6 pays (a noun after a number is what was counted).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ _TABLE: dict[str, list[tuple[str, str, bool]]] = {
         (r"\boxed{40\,\mathrm{m}}", r"40\text{ cm}", F),
         (r"\boxed{9 \text{ square feet}}", r"9\text{ ft}", F),
         (r"\boxed{250 \text{ grams}}", r"250\text{ kg}", F),
-        (r"\boxed{6 \text{ apples}}", "6", T),  # issue 32: a counted noun is no qualifier
+        (r"\boxed{6 \text{ apples}}", "6", T),  # a counted noun is no qualifier
         (r"There are at least $\boxed{7}$ of them.", "7", F),
         (r"So we need \boxed{12} or more.", "12", F),
         (r"The answer is $\ge \boxed{3}$.", "3", F),

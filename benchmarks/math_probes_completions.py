@@ -1,7 +1,7 @@
-"""Probes of the classes of issue 32: whole completions as policies write them (category, completion, reference,
-verdict of a careful human grader).
+"""The completion probes: whole completions as policies write them (category, completion, reference, verdict of a
+careful human grader).
 
-Written for issue 32 ("the math reward on what real policies write"), one category per class that a held-back set
+Written so that the math reward holds on what real policies write: one category per class that a held-back set
 of chain-of-thought, Minerva, GSM8K, bold, Unicode and looping completions found. `tests/verifiers/math/test_probes.py`
 checks every verdict; `benchmarks/math_verifier.py --probes` prints them next to math-verify's.
 """

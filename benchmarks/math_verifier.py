@@ -121,8 +121,8 @@ def run_probes() -> int:
 
     from trl_grpo_ext.verifiers import get_verifier
 
-    # The issue-10 probes are bare answers (boxed here); those of issues 19 and 32 are whole completions, used as they
-    # are; the real completions of SmolLM2-135M (tests/verifiers/math/data) are labelled by hand.
+    # The value probes are bare answers (boxed here); the class and completion probes are whole completions, used as
+    # they are; the real completions of SmolLM2-135M (tests/verifiers/math/data) are labelled by hand.
     real = real_completions()
     completions = [rf"\boxed{{{p.pred}}}" for p in PROBES] + [p.pred for p in (*CLASS_PROBES, *COMPLETION_PROBES)]
     completions += [row["completion"] for row in real]

@@ -1,4 +1,4 @@
-"""Each kind of process imports only what it runs (issue 35): each is started for real, the way the package starts it,
+"""Each kind of process imports only what it runs: each is started for real, the way the package starts it,
 reports its `sys.modules`, and its modules of this package and its third-party libraries are checked against what
 that kind of process is allowed.
 

@@ -1,4 +1,4 @@
-"""Bad input is refused before work, in one sentence (issue 34): `compare`, `evaluate` and an example script
+"""Bad input is refused before work, in one sentence: `compare`, `evaluate` and an example script
 (`grpo_math.py`, through its parser) each get every kind of mistake, and each answers with exit status 2 and one line
 `<prog>: error: ...` naming the field or value (and the closest valid name), no traceback, without loading a model or
 starting a run. Each command also gets one valid input, to show that the mistake alone stops it, and one subprocess,

@@ -551,7 +551,7 @@ def write_task(tmp_path, model_dir: str, verifier: str, verifier_source: str, se
     )
 
 
-@pytest.mark.slow  # about 280 s on a loaded 2-core machine (issue 34)
+@pytest.mark.slow  # about 280 s on a loaded 2-core machine
 def test_config_file_with_a_local_model_dataset_folder_and_custom_verifier(tmp_path, tiny_model_dir):
     write_task(
         tmp_path, tiny_model_dir, "any_digit_test", CUSTOM_VERIFIER,
@@ -591,7 +591,7 @@ def first_char_parity(completion, reference):
 def test_default_variant_logs_exactly_what_stock_logs_on_a_task_file(tmp_path, tiny_model_dir):
     """A `--config` task (local model folder, dataset folder, a verifier from a .py file) at TRL's defaults: stock and
     the default variant log the same values, entropy included. Such a file leaves bf16 unset, and on a CPU stock then
-    trains with bf16 autocast; the extension used to pick fp32 there (issue 34)."""
+    trains with bf16 autocast, and so must the default variant, not fp32."""
     write_task(
         tmp_path, tiny_model_dir, "first_char_parity_test", PARITY_VERIFIER,
         "max_steps: 2\nnum_generations: 4\nper_device_train_batch_size: 8\nmax_completion_length: 4\n",

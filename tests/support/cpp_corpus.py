@@ -1,4 +1,4 @@
-"""C++ solutions to classic problems, correct and wrong, with their stdio cases: the fidelity corpus of issue 36.
+"""C++ solutions to classic problems, correct and wrong, with their stdio cases: the C++ fidelity corpus.
 
 Each program's verdict under the sandboxed verifier must be the verdict of a plain compile-and-run with the same
 limits (tests/verifiers/code/test_cpp.py). `PROBLEMS` holds each problem's cases (and checker), `PROGRAMS` each

@@ -40,8 +40,8 @@ def test_where_stock_accepts_the_arguments_every_stock_field_resolves_as_stock(
     tmp_path, monkeypatch, machine_supports_bf16
 ):
     """Given use_cpu=True, stock's bf16 default works (bf16 autocast on the CPU): the extension keeps it. Turning it
-    off there made `compare --config` on a CPU train the default variant in fp32 against stock's bf16 autocast
-    (issue 34: a different logged entropy at every step)."""
+    off there would make `compare --config` on a CPU train the default variant in fp32 against stock's bf16 autocast,
+    with a different logged entropy at every step."""
     monkeypatch.setattr(config_module, "bf16_supported", lambda: machine_supports_bf16)
     stock = GRPOConfig(output_dir=str(tmp_path), report_to="none", use_cpu=True).to_dict()
     ext = config(tmp_path, use_cpu=True).to_dict()

@@ -354,7 +354,7 @@ def test_stdlib_module_used_by_the_test_is_the_judges_own(verifier):
 
 
 # Everything a candidate sends is bounded where it is read: huge error text, a huge exception class name, a giant
-# reply line, a forged error as big as the issue's (20 MiB). Each scores 0: never None, which would escape the 0.
+# reply line, a forged error of 20 MiB. Each scores 0: never None, which would escape the 0.
 HUGE_SENDS = {
     "huge_error_message": "def add(a, b): raise ValueError('x' * (20 << 20))",
     "huge_exception_class_name": "def add(a, b): raise type('E' * (8 << 20), (Exception,), {})()",
@@ -408,7 +408,7 @@ def test_replies_the_judge_must_parse_again_and_again_are_charged_to_the_candida
         verifier.close()
 
 
-# Transport is charged to nobody (issue 33): the candidate's clock credits each request of the judge's a fixed
+# Transport is charged to nobody: the candidate's clock credits each request of the judge's a fixed
 # allowance (code/clock.py), never more than the CPU time it used, nor more than its budget in all. What a candidate
 # does besides answering is charged: each attack computes the right sums and still scores `timeout`, 0, near its
 # budget (BACKSTOP: the wall-clock backstop, 10 x timeout_s, at least 30 s, where a None would be).
@@ -476,7 +476,7 @@ def test_an_endless_loop_of_calls_times_out_with_zero(transport_verifier, candid
     assert elapsed < 45, elapsed  # at the latest at the 30 s backstop, as a timeout
 
 
-# The kernel surface outside the system call allowlist (issue 33; tests/verifiers/code/test_syscall_allowlist.py
+# The kernel surface outside the system call allowlist (tests/verifiers/code/test_syscall_allowlist.py
 # enumerates every number): each attack makes a call an ordinary program never makes, which would show the candidate
 # what the judge does (dnotify on the interpreter's folder, where the judge imports the test's modules), reach the
 # kernel code that most of its exploits go through (io_uring, userfaultfd, perf events, BPF), another process's memory

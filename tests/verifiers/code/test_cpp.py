@@ -1,4 +1,4 @@
-"""C++ in the code verifier (issue 36): the language of a completion, compile once, verdicts, row limits, checkers,
+"""C++ in the code verifier: the language of a completion, compile once, verdicts, row limits, checkers,
 and the fidelity corpus (tests/support/cpp_corpus.py) judged as a plain compile-and-run with the same limits judges it.
 
 The plain harness here compiles with the same g++ and flags on the host (a test's own reference, never the verifier's

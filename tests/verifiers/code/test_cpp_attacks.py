@@ -1,4 +1,4 @@
-"""Adversarial suite, C++ (issue 36): a native program attacks the sandbox as native programs do.
+"""Adversarial suite, C++: a native program attacks the sandbox as native programs do.
 
 Everything the Python sandbox promises holds for a compiled program, which runs as the sandboxed process itself
 (the harness execs it after the limits, the uid drop and the seccomp filter): no network, no host files, no other

@@ -204,7 +204,7 @@ def test_pytest_outcomes_are_not_swallowed_by_except_exception(verifier):
     assert verifier.verify("def add(a, b):\n    return 0", tests).score == 0.0
 
 
-# --- Exceptions cross from the candidate to the test by identity (issue 33) ---
+# --- Exceptions cross from the candidate to the test by identity ---
 # A candidate exception keeps its class: a builtin is the builtin, the candidate's own class is a class of its own, with
 # its real bases, whatever its name. So a BaseException that is no Exception (KeyboardInterrupt, GeneratorExit, its own
 # `class Boom(BaseException)`) escapes the test's `except Exception` and fails the test, as in plain execution, and an
@@ -328,7 +328,7 @@ KEY_ERROR = _rejects("KeyError")
 
 @pytest.mark.parametrize("form", sorted(KEY_ERROR))
 def test_a_class_named_key_error_is_not_a_key_error(binary, form):
-    # the issue's own case: `class KeyError(Exception)` passed `assertRaises(KeyError)`
+    # the plainest case: a candidate's `class KeyError(Exception)` must not pass `assertRaises(KeyError)`
     own = "class KeyError(Exception):\n    pass\n\n" + CHECKED.format(error="KeyError('x')")
     assert_wrong_answer(binary.verify(own, KEY_ERROR[form]))
     result = binary.verify(CHECKED.format(error="KeyError('x')"), KEY_ERROR[form])

@@ -7,7 +7,7 @@ passed when it exits 0 within the deadline. The verifier gets the same completio
 None, its first integer constant is off by one, or its first comparison is reversed (`<` and `>`, `==` and `!=`, `in`
 and `not in`). A mutant that does not change the program (no integer constant, no comparison) is left out.
 
-One deliberate difference (issue 33): the helpers the test calls (HumanEval/32's `poly`, /38's `encode_cyclic`, /50's
+One deliberate difference: the helpers the test calls (HumanEval/32's `poly`, /38's `encode_cyclic`, /50's
 `encode_shift`) are the prompt's, never the completion's. Plain execution pays a completion that redefines the helper
 so that a wrong entry point passes; the verifier, given the row's prompt, does not.
 """

@@ -65,7 +65,7 @@ def test_bad_float_tolerance_names_the_option(value):
         get_verifier("code", float_tolerance=value)
 
 
-# The candidate's output is compared in the trainer's process (issue 33): each step must be linear in its length.
+# The candidate's output is compared in the trainer's process: each step must be linear in its length.
 # The regular expression this replaced, `[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?`, backtracked quadratically on a
 # token of digits that ends otherwise (3.4 s for 16,000 digits and an `x`); number_kind reads the same tokens.
 _OLD_DECIMAL = r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?"

@@ -107,7 +107,7 @@ def test_parse_reference_formats():
             parse_reference(bad)
 
 
-# Issue 33: a reply is the candidate's bytes, and decoding it must cost time linear in it. Keys that all hash alike
+# A reply is the candidate's bytes, and decoding it must cost time linear in it. Keys that all hash alike
 # (ints that differ by multiples of 2**61 - 1, tuples of them, complex numbers re + 1000003 * im = 0) made one set()
 # call quadratic: they are inserted key by key, under a DecodeBudget of CPU time.
 P = (1 << 61) - 1

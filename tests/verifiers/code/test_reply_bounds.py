@@ -1,4 +1,4 @@
-"""Adversarial suite: what a candidate sends is read in bounded time and memory, and charged to it (issue 33).
+"""Adversarial suite: what a candidate sends is read in bounded time and memory, and charged to it.
 
 Three classes, each with the attacks that found it and attacks of our own:
 
@@ -88,7 +88,7 @@ harness.write_message = write_message
 def add(a, b): return a + b
 """
 
-N = 150_000  # the issue's count: a single set() of these took the judge 32 s and more
+N = 150_000  # decoded without a budget, a single set() of these takes the judge 32 s and more
 COLLIDING_KEY = {
     "ints": "(b'{\"i\":\"%x\"}' % (k * P) if k * P >= 1 << 62 else b'%d' % (k * P))",
     "tuples": '(b\'{"t":[{"i":"%x"},0]}\' % (k * P))',

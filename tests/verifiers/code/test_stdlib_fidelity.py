@@ -1,4 +1,4 @@
-"""Fidelity on the standard library (issue 33): a correct program that runs under plain `python` with the standard
+"""Fidelity on the standard library: a correct program that runs under plain `python` with the standard
 library runs here, within the limits, and scores what plain execution scores.
 
 A corpus of small programs, each using a common corner of the standard library (the builtins `site` adds, such as

@@ -1,4 +1,4 @@
-"""The candidate's system calls are an allowlist (code/standalone/harness.py, issue 33), on every entry point.
+"""The candidate's system calls are an allowlist (code/standalone/harness.py), on every entry point.
 
 Two halves. The seccomp program itself, run by a small classic-BPF interpreter here for every system call number of
 every entry point (x86-64 and aarch64 numbers 0-1023, x32 numbers with bit 30 set, the i386 and arm audit
@@ -220,7 +220,7 @@ def test_sockets_of_the_families_a_program_uses_only(machine, call):
     assert _verdict(machine, call, 2 | 1 << 32, 1, 0) == ALLOW  # the kernel reads an int
 
 
-# The class of issue 33: calls an ordinary program never makes, each a kernel object outside the candidate's
+# Calls an ordinary program never makes, each a kernel object outside the candidate's
 # namespaces or kernel attack surface. All must stay outside the allowlist on every machine.
 NEVER = """
     io_uring_setup io_uring_enter io_uring_register userfaultfd perf_event_open bpf add_key request_key keyctl ptrace
@@ -470,7 +470,7 @@ def test_the_filtered_calls_do_what_the_standard_library_needs(verifier):
     assert (result.score, result.reason) == (1.0, "correct"), (result.reason, failed, result.details.get("failures"))
 
 
-# C++ (issue 36): the compiler and native programs run under the same allowlist, unchanged. The calls g++ 12 and its
+# C++: the compiler and native programs run under the same allowlist, unchanged. The calls g++ 12 and its
 # subprocesses (cc1plus, as, collect2, ld) make on Debian 12, recorded with `strace -f -c g++ -O2 -std=c++17 -pipe` on
 # a program with iostream, threads and random_device; and what such a program makes when it runs.
 COMPILER_SYSCALLS = (

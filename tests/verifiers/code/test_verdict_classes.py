@@ -108,7 +108,7 @@ def test_apps_dict_keys_become_ints_only_where_every_key_converts(verifier):
     assert_wrong(verifier, "def squares(n):\n    return [{1: 1, 2: 4}]", numbers, failure="returned")
 
 
-# --- a tested function named like a standard module, which the completion lacks: 0, never None (issue 33) ---
+# --- a tested function named like a standard module, which the completion lacks: 0, never None ---
 # The test calls `statistics(xs)` (it never reads an attribute of it: not a module to the test); a completion without
 # such a function fails it, as in plain execution, where the test's call raises NameError. Only a name the test reads
 # attributes of (`math.sqrt`) and never imported makes the reference unusable (test_failures.py).

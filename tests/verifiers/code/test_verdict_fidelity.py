@@ -274,7 +274,7 @@ def test_a_subclass_of_a_builtin_exception_is_that_builtin(verifier):
     assert_wrong(verifier, "def load(s):\n    raise RuntimeError(s)", tests, reason="candidate_error: RuntimeError")
 
 
-# A class of the standard library crosses as the judge's own copy of it, as a builtin is the builtin (issue 33): a
+# A class of the standard library crosses as the judge's own copy of it, as a builtin is the builtin: a
 # test expecting `json.JSONDecodeError` or `queue.Empty` catches the candidate's, and the candidate's subclass of one.
 STANDARD_ERRORS = (
     "import json, queue\n\nclass Truncated(json.JSONDecodeError):\n    pass\n\ndef parse(s):\n"
@@ -448,7 +448,7 @@ def test_deeply_nested_arguments_and_results(verifier, wrap):
     assert_wrong(verifier, DEPTH + too_deep, tests, failure="nested too deeply")
 
 
-# --- an exception's attributes cross with it, as plain data (issue 33): errno, args, what the candidate's class set ---
+# --- an exception's attributes cross with it, as plain data: errno, args, what the candidate's class set ---
 
 RAISING = """
 import subprocess

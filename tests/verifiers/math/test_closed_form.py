@@ -1,4 +1,4 @@
-"""The closed-form rule (issue 32): an answer that leaves an operation to perform scores 0 (`not_simplified`), so a
+"""The closed-form rule: an answer that leaves an operation to perform scores 0 (`not_simplified`), so a
 policy that copies a "compute" question into its box is not paid; option `closed_form=False` lets value decide."""
 
 from __future__ import annotations

@@ -242,8 +242,8 @@ def test_public_pairs_get_the_same_results_with_and_without_dedup_and_cache():
     assert warm_stats.cache_hits == warm_stats.cache_lookups > 100
     assert grpo_stats.duplicates >= 2 * len(cases)
     agreed = sum((r.score == 1.0) == c["expected"] for r, c in zip(cold, cases))
-    # 493 before issue 32. Its closed-form rule refuses three pairs labelled equal (`(9+1)` for 10, `\\sqrt[3]{8}` and
-    # `\\sqrt[4]{16}` for 2) and `\\$` read as a currency sign refuses `\\frac{1}{2} \\$ = \\frac{10}{9}` for 10/9; its
-    # final-answer model now agrees on `17\\text{ any text}` and on a prose answer that stops mid-sentence. An equation
-    # chain without variables states its last number, which pays `\\frac{1}{2} \\$ = \\frac{10}{9}` for 10/9 again.
+    # The closed-form rule refuses three pairs labelled equal (`(9+1)` for 10, `\\sqrt[3]{8}` and `\\sqrt[4]{16}` for 2);
+    # the final-answer model agrees on `17\\text{ any text}` and on a prose answer that stops mid-sentence. `\\$` reads
+    # as a currency sign, but an equation chain without variables states its last number, which pays
+    # `\\frac{1}{2} \\$ = \\frac{10}{9}` for 10/9.
     assert agreed == 492 and len(cases) == 518

@@ -126,7 +126,7 @@ def test_empty_reference_is_unusable():
 @pytest.mark.parametrize(
     "completion, answer, how",
     [
-        # A correction the completion ends on settles the answer (issue 32).
+        # A correction the completion ends on settles the answer.
         (r"It is \boxed{3}. No wait, after checking again, it is \boxed{4}", "4", "boxed"),
         (r"So $\boxed{5}$. Hmm, wait, that's wrong: the correct value is $7$.", "7", "correction"),
         ("$\\boxed{5}$.\n\nFinal answer: 7", "7", "anchor"),

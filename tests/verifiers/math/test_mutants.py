@@ -1,4 +1,4 @@
-"""Wrong answers generated from correct ones (issues 19 and 32): every mutant of the probes' references scores 0.
+"""Wrong answers generated from correct ones: every mutant of the probes' references scores 0.
 
 `benchmarks/math_mutants.py` builds, from each reference, completions that are different answers by construction
 (a changed value, a qualifier or another unit, a hedge with a wrong alternative, an approximation of an exact value,

@@ -1,8 +1,9 @@
-"""The `math` verifier on the hand-written probes of `benchmarks/math_probes.py` (issue 10) and
-`benchmarks/math_probes_classes.py` (issue 19): wrong answers a policy could learn to give score 0, the true
-identities score 1. Each set runs as one batch through one verifier.
+"""The `math` verifier on its hand-written probes: the value probes of `benchmarks/math_probes.py`, the class probes
+of `benchmarks/math_probes_classes.py` and the completion probes of `benchmarks/math_probes_completions.py`. Wrong
+answers a policy could learn to give score 0, the true identities score 1. Each set runs as one batch through one
+verifier.
 
-Issue 10's probes judge values (`5!` is 120, `\\log_2 8` is 3): they run with `closed_form=False`, and under the
+The value probes judge values (`5!` is 120, `\\log_2 8` is 3): they run with `closed_form=False`, and under the
 default closed-form rule each of their equal pairs must either pay or score `not_simplified`, never anything else."""
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ def completion_verdicts():
     return _verdicts(COMPLETION_PROBES)
 
 
-def test_class_probes_cover_every_class_of_issue_19():
+def test_class_probes_cover_every_class():
     assert len({(p.pred, p.ref) for p in CLASS_PROBES}) == len(CLASS_PROBES)
     counts = {c: sum(p.category == c for p in CLASS_PROBES) for c in CLASSES_MODULE.CLASS_CATEGORIES}
     assert len(counts) == 8 and min(counts.values()) >= 8, counts
@@ -60,12 +61,12 @@ def test_class_probes_cover_every_class_of_issue_19():
 
 @pytest.mark.parametrize("probe", CLASS_PROBES, ids=[f"{p.pred} vs {p.ref}" for p in CLASS_PROBES])
 def test_class_probe(probe, class_verdicts):
-    """Issue 19's probes: whole completions (boxed, or prose for the hedges), one per class of false positive."""
+    """The class probes: whole completions (boxed, or prose for the hedges), one per class of false positive."""
     result = class_verdicts[(probe.pred, probe.ref)]
     assert result.score == (1.0 if probe.equal else 0.0), (probe.category, result.reason, result.details)
 
 
-def test_at_least_200_probes_over_every_category_of_the_issue():
+def test_at_least_200_value_probes_over_every_category():
     assert len(PROBES) >= 200
     assert len({(p.pred, p.ref) for p in PROBES}) == len(PROBES)  # each pair once: verdicts are keyed by the pair
     counts = {category: sum(p.category == category for p in PROBES) for category in PROBES_MODULE.CATEGORIES}
@@ -103,7 +104,7 @@ def test_value_probes_under_the_closed_form_rule(closed_form_verdicts):
     assert r"\sin^2 x + \cos^2 x" not in left_to_perform  # an identity in a variable is a closed form
 
 
-def test_completion_probes_cover_every_class_of_issue_32():
+def test_completion_probes_cover_every_class():
     assert len({(p.pred, p.ref) for p in COMPLETION_PROBES}) == len(COMPLETION_PROBES)
     counts = {c: sum(p.category == c for p in COMPLETION_PROBES) for c in COMPLETIONS_MODULE.COMPLETION_CATEGORIES}
     assert len(counts) == 10 and min(counts.values()) >= 3, counts
@@ -112,7 +113,7 @@ def test_completion_probes_cover_every_class_of_issue_32():
 
 @pytest.mark.parametrize("probe", COMPLETION_PROBES, ids=[f"{p.pred} vs {p.ref}" for p in COMPLETION_PROBES])
 def test_completion_probe(probe, completion_verdicts):
-    """Issue 32's probes: whole completions as policies write them, one category per class."""
+    """The completion probes: whole completions as policies write them, one category per class."""
     result = completion_verdicts[(probe.pred, probe.ref)]
     assert result.score == (1.0 if probe.equal else 0.0), (probe.category, result.reason, result.details)
     if not probe.equal:

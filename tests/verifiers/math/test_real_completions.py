@@ -17,7 +17,7 @@ import pytest
 from trl_grpo_ext.verifiers import MathVerifier
 
 CORPUS = Path(__file__).parent / "data" / "smollm2_completions.jsonl"
-# Misses (labelled true, not paid) with the final-answer model of issue 32 (docs/verifiers.md): 2 of 40, both close
+# Misses (labelled true, not paid) with the final-answer model (docs/verifiers.md): 2 of 40, both close
 # calls (0-based line 76, "Entity: 1" then unrelated prose; 275, "6-0 is actually 6."), and 0 of the 264 completions
 # labelled false paid. Before it, at commit 4d5eb74: 5 misses and 16 paid. Lower this bound when a miss is fixed.
 MAX_MISSES = 2
