@@ -35,3 +35,24 @@ def test_every_relative_link_and_anchor_resolves(page):
         if name and target.suffix == ".md":
             headings = re.findall(r"^#+ (.+)$", FENCED.sub("", target.read_text()), flags=re.M)
             assert name in {anchor(h) for h in headings}, f"{page.name}: ({path}#{name})"
+
+
+# The code and the docs speak of the project as it is: which tracker issue asked for something is history.
+TRACKER_REFERENCE = re.compile(r"\b[Ii]ssues? \d+|\bissue-\d+")
+SOURCES = [
+    path
+    for folder in ("trl_grpo_ext", "verifiers", "examples", "benchmarks", "tests", "docs")
+    for path in sorted((REPO_ROOT / folder).rglob("*"))
+    if path.suffix in (".py", ".md", ".yaml", ".sh") and "__pycache__" not in path.parts
+]
+
+
+def test_no_file_names_a_tracker_issue():
+    assert len(SOURCES) > 100
+    found = [
+        f"{path.relative_to(REPO_ROOT)}:{number}"
+        for path in [REPO_ROOT / "README.md", REPO_ROOT / "Makefile", *SOURCES]
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1)
+        if TRACKER_REFERENCE.search(line)
+    ]
+    assert not found, found
