@@ -260,3 +260,25 @@ def test_the_training_process_is_never_a_subreaper(isolation):
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     assert report == {"reasons": ["correct", "correct"], "subreaper": 0, "adopted_by_me": False}, report
+
+
+@pytest.mark.parametrize(
+    "ending, status",
+    [("os._exit(3)", 3), ("os.kill(os.getpid(), signal.SIGKILL)", -9), ("os.kill(os.getpid(), signal.SIGSEGV)", -11)],
+)
+def test_the_reaper_ends_as_the_harness_did(ending, status, tmp_path):
+    """What the verifier reads of a sandbox's end (a limit's signal, an exit status) is the harness's, not the
+    reaper's, and no core file of the reaper is left."""
+    needs_root()
+    from trl_grpo_ext.verifiers.code.standalone import STANDALONE_DIR
+    from trl_grpo_ext.verifiers.sandbox.uids import UIDS
+
+    uid = UIDS.acquire()
+    try:
+        harness = [sys.executable, "-c", f"import os, signal\n{ending}"]
+        reaper = [sys.executable, "-I", "-S", str(STANDALONE_DIR / "reaper.py"), str(uid), *harness]
+        done = subprocess.run(reaper, capture_output=True, cwd=tmp_path, timeout=60)
+    finally:
+        UIDS.release(uid)
+    assert done.returncode == status, done.stderr[-2000:]
+    assert list(tmp_path.iterdir()) == []

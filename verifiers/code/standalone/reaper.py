@@ -82,7 +82,8 @@ def _exit_as(wait_status: int | None) -> None:
     code = 1 if wait_status is None else os.waitstatus_to_exitcode(wait_status)
     if code < 0:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        signal.signal(-code, signal.SIG_DFL)
+        if -code not in (signal.SIGKILL, signal.SIGSTOP):  # the two whose action cannot be changed
+            signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)
         code = 128 - code  # a signal whose default action does not end the process
     os._exit(code)
