@@ -69,7 +69,7 @@ def _stop(signum, frame):
     raise Stop
 
 
-def _keep_only_standard_streams_closed() -> None:
+def _let_go_of_the_sandbox_pipes() -> None:
     """Leave the sandbox's pipes to the harness alone: the verifier sees their end when the harness ends."""
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
@@ -104,7 +104,7 @@ def main(uid: int, command: list[str]) -> None:
     wait_status = None
     harness_fd = -1
     try:
-        _keep_only_standard_streams_closed()
+        _let_go_of_the_sandbox_pipes()
         harness_fd = os.pidfd_open(harness)  # signals it, never a process that reused its pid once it is reaped
         while wait_status is None:
             pid, status = os.wait()
