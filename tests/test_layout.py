@@ -151,10 +151,12 @@ def test_a_script_imports_only_the_standard_library_and_its_neighbours(script):
     assert not outside, f"{script} imports {outside}"
 
 
-def test_the_package_takes_only_the_wire_format_from_the_scripts():
-    """The package reads the standalone folder's path and shares its protocol; the cell is read as text, not run."""
+def test_the_package_takes_only_the_wire_format_and_the_uid_clean_up_from_the_scripts():
+    """The package reads the standalone folder's path and shares its protocol and the reaper's way of emptying a uid;
+    the cell is read as text, not run."""
     taken = {t for name, targets in GRAPH.items() if name not in SCRIPTS for t in targets}
-    assert {t for t in taken if t in SCRIPTS or t == STANDALONE} == {STANDALONE, f"{STANDALONE}.protocol"}
+    shared = {STANDALONE, f"{STANDALONE}.protocol", f"{STANDALONE}.reaper"}
+    assert {t for t in taken if t in SCRIPTS or t == STANDALONE} == shared
 
 
 PACKAGE_INITS = sorted(name for name, path in MODULES.items() if path.name == "__init__.py")

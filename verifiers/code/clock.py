@@ -46,7 +46,8 @@ BACKSTOP_FACTOR = 10.0  # only a candidate that got less than a tenth of its tim
 BACKSTOP_MIN_S = 30.0
 # The candidate's CPU time a request of the judge costs its harness, at least (docs/code_verifier_sandbox.md, The
 # candidate's clock; measured here on `add(i, 1)`, an int in and out: 19 us at a load average of 2, 19 - 33 us at
-# 7 - 9; a candidate's own minimal loop, 4.3 us).
+# 7 - 9; a candidate's own minimal loop, 4.3 us). A constant: a calibration at start-up would follow the load of that
+# moment as much as the host's speed (the same doc says why, and what a sound one needs).
 CALL_ALLOWANCE_S = 12e-6
 # The backstop's measure of the machine: saturated when its CPUs were idle less than this share of the interval, or
 # the candidate's cgroup (or one above it) was throttled by a quota for at least this share of it.

@@ -38,7 +38,7 @@ from .isolation import (
     sandbox_python,
 )
 from .process import SAID_CHARS, START_TIMEOUT_S, Limits, SandboxError, SandboxProcess
-from .uids import FIRST_SANDBOX_UID, SANDBOX_UID_COUNT, UIDS, adopt_orphans
+from .uids import FIRST_SANDBOX_UID, SANDBOX_UID_COUNT, UIDS
 
 logger = logging.getLogger("trl_grpo_ext.verifiers")
 
@@ -53,8 +53,9 @@ class Sandbox(SandboxProcess):
         super().__init__(limits)
         self.isolation = isolation
         self.uid = UIDS.acquire() if isolation.dedicated_uid else None
-        if self.uid is not None and isolation.level != "bwrap":
-            adopt_orphans()  # no PID namespace here: what the candidate leaves is killed by uid, then reaped by us
+        # No PID namespace here: a reaper process (standalone/reaper.py) adopts what the candidate leaves, so that
+        # neither the machine's init nor this process has to reap it.
+        self.reaper = self.uid is not None and isolation.level != "bwrap"
         self.workdir = None
         self.stderr_r = -1
         self.files = []  # the sandbox files, copied in by bubblewrap at start
@@ -74,11 +75,17 @@ class Sandbox(SandboxProcess):
                 "path": candidate_site_packages(isolation.level, isolation.site_packages),
             }  # fmt: skip
             cmd += [str(request_r), str(reply_w), json.dumps(harness_limits)]
-            # bubblewrap forks at once: it joins the group through a shell before it starts. The harness alone (the
-            # rlimits level) is moved in just after: it runs no candidate code before it is sent some.
-            wrap = self.cgroup is not None and isolation.level == "bwrap"
+            # bubblewrap forks at once, and the reaper forks the harness: either joins the group through a shell
+            # before it starts (the reaper stays out). The harness alone (the rlimits level, not as root) is moved in
+            # just after: it runs no candidate code before it is sent some.
+            wrap = self.cgroup is not None and (isolation.level == "bwrap" or self.reaper)
+            if wrap:
+                cmd = join_command(self.cgroup, cmd)
+            if self.reaper:
+                reaper = STANDALONE_DIR / "reaper.py"
+                cmd = [isolation.python, *SCRIPT_FLAGS, "-S", str(reaper), str(self.uid), *cmd]
             self.proc = subprocess.Popen(
-                join_command(self.cgroup, cmd) if wrap else cmd, stdin=subprocess.DEVNULL,
+                cmd, stdin=subprocess.DEVNULL,
                 stdout=stdout_w, stderr=stderr_w, pass_fds=(request_r, reply_w, *self.files),
                 env=env, cwd=None if isolation.level == "bwrap" else cwd, start_new_session=True,
             )  # fmt: skip
@@ -149,7 +156,10 @@ class Sandbox(SandboxProcess):
             exited = grace_s > 0 and self.wait(time.monotonic() + grace_s) is not None
             if not exited and self.proc.poll() is None:
                 try:
-                    os.killpg(self.proc.pid, signal.SIGKILL)
+                    if self.reaper:
+                        self.proc.terminate()  # the reaper kills the harness and everything of its uid, then ends
+                    else:
+                        os.killpg(self.proc.pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
                 self.proc.wait()

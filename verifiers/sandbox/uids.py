@@ -19,11 +19,11 @@ import fcntl
 import logging
 import os
 import pwd
-import signal
 import stat
 import tempfile
 import threading
-import time
+
+from ..code.standalone.reaper import kill_processes_of
 
 logger = logging.getLogger("trl_grpo_ext.verifiers")
 
@@ -140,71 +140,6 @@ def _uid_exists(uid: int) -> bool:
         return True
     except KeyError:
         return False
-
-
-def processes_of_uid(uid: int) -> list[tuple[int, bool, int]]:
-    """(pid, is a zombie, parent pid) of the processes whose real uid is `uid` (read from /proc/PID/status, which a
-    process cannot hide by prctl)."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/status", "rb") as status:
-                fields = dict(line.split(b":", 1) for line in status if line[:4] in (b"Stat", b"PPid", b"Uid:"))
-            if int(fields[b"Uid"].split()[0]) == uid:
-                found.append((int(entry), fields[b"State"].split()[0] == b"Z", int(fields[b"PPid"])))
-        except (OSError, ValueError, IndexError, KeyError):
-            continue
-    return found
-
-
-def kill_processes_of(uid: int, patience_s: float = 5.0) -> bool:
-    """SIGKILL every process of `uid` until none is left; False if some survived `patience_s`. Callers hold `uid`.
-
-    A killed process is a zombie until its parent reaps it. Those whose parent is this process (orphans it adopted:
-    `adopt_orphans`) are reaped here; others wait for their parent, which an init that never reaps (a container whose
-    first process is the training) would make forever."""
-    deadline = time.monotonic() + patience_s
-    me = os.getpid()
-    while processes := processes_of_uid(uid):
-        if time.monotonic() > deadline:
-            return False
-        for pid, zombie, parent in processes:
-            try:
-                if not zombie:
-                    os.kill(pid, signal.SIGKILL)
-                elif parent == me:
-                    os.waitpid(pid, os.WNOHANG)
-            except (ProcessLookupError, ChildProcessError):
-                pass
-        time.sleep(0.002)
-    return True
-
-
-PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
-_adopting = False
-
-
-def adopt_orphans() -> None:
-    """Make this process the parent of its descendants' orphans (PR_SET_CHILD_SUBREAPER), once per process.
-
-    Without bubblewrap there is no PID namespace whose init reaps what a candidate leaves behind: its processes, once
-    killed, go to the machine's init as zombies, and they count against their uid's RLIMIT_NPROC until reaped. An init
-    that reaps late costs each such candidate seconds; one that never reaps (a container whose first process is the
-    training) leaves the uid unusable. Adopted, they are reaped by `kill_processes_of` at once. Only zombies of sandbox
-    uids are reaped here: other orphans that come to this process stay zombies, as under an init that does not reap."""
-    global _adopting
-    if _adopting:
-        return
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-        logger.warning(
-            "code verifier: cannot adopt the candidates' orphans (prctl: %s)", os.strerror(ctypes.get_errno())
-        )
-    _adopting = True
 
 
 UIDS = UidPool()

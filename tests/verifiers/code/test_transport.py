@@ -13,6 +13,7 @@ import math
 import os
 
 import pytest
+from benchmark_modules import load_benchmark
 from code_verifier_helpers import assert_correct, make_code_verifier
 
 from trl_grpo_ext.verifiers.code.clock import CALL_ALLOWANCE_S, CandidateClock
@@ -140,3 +141,15 @@ def test_a_reply_line_may_be_as_long_as_the_candidates_memory():
     finally:
         os.close(request_r)
         os.close(request_w)
+
+
+# --- benchmarks/transport_cost.py: what a calibration of the allowances at start-up would measure -------------------
+
+
+def test_the_transport_benchmark_measures_both_sides_of_a_real_harness():
+    benchmark = load_benchmark("transport_cost")
+    harness_s, judge_s = benchmark.one_start(batches=2, calls=200)
+    assert 0 < harness_s < 0.01 and 0 < judge_s < 0.01, (harness_s, judge_s)  # per request: microseconds, not ms
+    assert benchmark.script_constant("judge_proxy.py", "REPLY_ALLOWANCE_S") == 15e-6
+    with pytest.raises(LookupError, match="NO_SUCH_NAME is not a constant of judge_proxy.py"):
+        benchmark.script_constant("judge_proxy.py", "NO_SUCH_NAME")

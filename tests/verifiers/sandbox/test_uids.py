@@ -194,7 +194,8 @@ if __name__ == "__main__":
 VERIFIES_WHAT_LEAVES_A_CHILD = """
 import json, logging, os
 from trl_grpo_ext.verifiers import get_verifier
-from trl_grpo_ext.verifiers.sandbox.uids import UIDS, processes_of_uid
+from trl_grpo_ext.verifiers.code.standalone.reaper import processes_of_uid
+from trl_grpo_ext.verifiers.sandbox.uids import UIDS
 errors = []
 logging.getLogger("trl_grpo_ext.verifiers").addHandler(logging.Handler())
 logging.getLogger("trl_grpo_ext.verifiers").handlers[-1].emit = lambda record: errors.append(record.getMessage())
@@ -224,3 +225,60 @@ def test_what_a_candidate_leaves_is_reaped_under_an_init_that_never_reaps(init):
     # Before: each leftover child stayed a zombie of init, its uid was given up after 5 s ("survived SIGKILL").
     assert report["errors"] == [], report["errors"]
     assert report["left"] and all(processes == [] for processes in report["left"].values()), report["left"]
+
+
+# The training process is never made a child subreaper: the orphans of its own workers (a DataLoader's, a compiler's)
+# go where they would without the verifier, not to it as zombies. Here a grandchild orphaned after the verifier ran
+# reports its new parent.
+LEAVES_AN_ORPHAN_AFTER_VERIFYING = """
+import ctypes, json, os, sys, time
+from trl_grpo_ext.verifiers import get_verifier
+verifier = get_verifier("code", timeout_s=8, workers=1, isolation=sys.argv[1])
+leaves_a_child = "import os, time\\nif os.fork() == 0:\\n    time.sleep(60)\\n    os._exit(0)\\ndef f(): return 1"
+reasons = [r.reason for r in verifier.verify_batch([leaves_a_child] * 2, ["assert f() == 1"] * 2)]
+libc, flag = ctypes.CDLL(None, use_errno=True), ctypes.c_int(-1)
+assert libc.prctl(37, ctypes.byref(flag), 0, 0, 0) == 0  # PR_GET_CHILD_SUBREAPER
+read, write = os.pipe()
+if os.fork() == 0:
+    if os.fork() == 0:
+        time.sleep(0.5)  # its parent has exited by now
+        os.write(write, str(os.getppid()).encode())
+        os._exit(0)
+    os._exit(0)
+os.wait()
+adoptive_parent = int(os.read(read, 32))
+verifier.close()
+print(json.dumps({"reasons": reasons, "subreaper": flag.value, "adopted_by_me": adoptive_parent == os.getpid()}))
+"""
+
+
+@pytest.mark.parametrize("isolation", ["auto", "rlimits"])
+def test_the_training_process_is_never_a_subreaper(isolation):
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    command = [sys.executable, "-c", LEAVES_AN_ORPHAN_AFTER_VERIFYING, isolation]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report == {"reasons": ["correct", "correct"], "subreaper": 0, "adopted_by_me": False}, report
+
+
+@pytest.mark.parametrize(
+    "ending, status",
+    [("os._exit(3)", 3), ("os.kill(os.getpid(), signal.SIGKILL)", -9), ("os.kill(os.getpid(), signal.SIGSEGV)", -11)],
+)
+def test_the_reaper_ends_as_the_harness_did(ending, status, tmp_path):
+    """What the verifier reads of a sandbox's end (a limit's signal, an exit status) is the harness's, not the
+    reaper's, and no core file of the reaper is left."""
+    needs_root()
+    from trl_grpo_ext.verifiers.code.standalone import STANDALONE_DIR
+    from trl_grpo_ext.verifiers.sandbox.uids import UIDS
+
+    uid = UIDS.acquire()
+    try:
+        harness = [sys.executable, "-c", f"import os, signal\n{ending}"]
+        reaper = [sys.executable, "-I", "-S", str(STANDALONE_DIR / "reaper.py"), str(uid), *harness]
+        done = subprocess.run(reaper, capture_output=True, cwd=tmp_path, timeout=60)
+    finally:
+        UIDS.release(uid)
+    assert done.returncode == status, done.stderr[-2000:]
+    assert list(tmp_path.iterdir()) == []

@@ -9,13 +9,15 @@ the standard library and its neighbours in this folder, nothing else. Inside the
 files exist, so `harness.py`, `protocol.py` and `zygote.py` import nothing but each other.
 
 - `protocol.py`: the JSON-lines wire format, shared with the verifier's side.
+- `reaper.py`: the parent of a sandbox without a PID namespace (as root): adopts and kills what the candidate leaves;
+  the package takes from it how a uid is emptied (`kill_processes_of`).
 - `harness.py`, `zygote.py`: the sandbox side (untrusted): run the candidate, answer the judge's requests.
 - `judge.py` (the judge process: fork server, limits), `judge_formats.py` (format dispatch), `judge_namespace.py`
   (what the test sees of the candidate), `judge_proxy.py` (calls to the candidate) and `formats_*.py` (each test
   format): the judge side (trusted): run the hidden tests against proxies of the candidate.
 
-The package imports from here only this `__init__` (`STANDALONE_DIR`, `SCRIPT_FLAGS`) and `protocol.py` (as
-`trl_grpo_ext.verifiers.code.standalone.protocol`); the scripts never import this `__init__`.
+The package imports from here only this `__init__` (`STANDALONE_DIR`, `SCRIPT_FLAGS`), `protocol.py` (as
+`trl_grpo_ext.verifiers.code.standalone.protocol`) and `reaper.py` (`kill_processes_of`); the scripts never import this `__init__`.
 `tests/verifiers/code/test_standalone.py` checks the rule.
 """
 

@@ -41,7 +41,7 @@ EXIT_CODE_BUDGET_S = 1.0  # a SystemExit's code, decoded apart from the replies'
 # that much of each reply is not counted against the candidate's budget, up to the budget itself (a reply that costs
 # more is charged the rest). It is the judge's CPU time, not the candidate's: a cheaper reply gains the candidate no
 # time of its own. Every CALLS_PER_REPORT requests, the session tells the verifier how many it has made (`on_calls`):
-# the candidate's clock credits each one (code/clock.py).
+# the candidate's clock credits each one (code/clock.py). A constant, as that one is (the same doc says why).
 REPLY_ALLOWANCE_S = 15e-6
 CALLS_PER_REPORT = 1 << 10
 PLAIN_SCALARS = (bool, int, float)  # JSON numbers, which decode to themselves
