@@ -438,7 +438,7 @@ def test_work_between_or_inside_calls_is_charged_despite_the_transport_credit(tr
     result = transport_verifier.verify(TRANSPORT_ATTACKS[attack], TRANSPORT_TESTS)
     elapsed = time.monotonic() - start
     assert (result.score, result.reason) == (0.0, "timeout"), (result.reason, result.details["failures"])
-    assert elapsed < 15, elapsed  # its 1 s, and the calls' wall-clock time: far from the 30 s backstop
+    assert elapsed < 25, elapsed  # its 1 s and the calls' time (longer under load): before the 30 s backstop
 
 
 # The candidate's answers decide how many calls the test makes: each is credited, but the credit stops at the budget,
