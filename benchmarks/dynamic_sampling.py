@@ -1,4 +1,5 @@
-"""Stock GRPO against dynamic sampling and prompt retirement on the built-in task, at the same generation budget.
+"""Stock GRPO against dynamic sampling, prompt retirement and pass-rate sampling on the built-in task, at the same
+generation budget.
 
 Every run trains the tiny model (after compare's format-only warm-up, one per seed) on the 88 training problems of the
 built-in task's single-digit sums and differences with the `math` verifier and compare's settings for it (8 completions per prompt,
@@ -15,6 +16,7 @@ the training reward cannot be compared, since retirement samples only the proble
 
     python benchmarks/dynamic_sampling.py                          # 3 seeds x 3 variants, 51,200 completions each
     python benchmarks/dynamic_sampling.py --seeds 1 --budget 2560  # a quick look
+    python benchmarks/dynamic_sampling.py --seeds 5 --variants prompt_sampling=pass_rate  # stock and one variant
 
 Writes `<output_dir>/results.json` (every evaluation and logged step of every run) and prints a Markdown table: per
 variant, the expected reward at each budget point (mean over seeds [95% interval, Student t]), the optimizer steps
@@ -48,6 +50,7 @@ VARIANTS = {
     "stock": {},
     "dynamic_sampling": {"dynamic_sampling": True},
     "retire_solved_after=2": {"retire_solved_after": 2},
+    "prompt_sampling=pass_rate": {"prompt_sampling": "pass_rate"},
 }
 
 
@@ -150,14 +153,14 @@ def train_run(variant: str, seed: int, args, output_dir: Path) -> dict:
     }
 
 
-def report(runs: list[dict], budget: int, points: int) -> str:
+def report(runs: list[dict], budget: int, points: int, variants: list[str]) -> str:
     marks = [budget * (i + 1) // points for i in range(points)]
     lines = [
         "| variant | at 0 | " + " | ".join(f"at {m:,}" for m in marks) + " | steps |",
         "|" + "---|" * (points + 3),
     ]
     final: dict[str, dict[int, float]] = {}
-    for variant in VARIANTS:
+    for variant in variants:
         mine = [run for run in runs if run["variant"] == variant]
         cells = [interval(mean_ci([run["evaluations"][0]["eval_reward"] for run in mine]))]
         for i in range(points):
@@ -169,7 +172,7 @@ def report(runs: list[dict], budget: int, points: int) -> str:
         steps = mean_ci([float(run["steps"]) for run in mine])
         lines.append(f"| {variant} | " + " | ".join(cells) + f" | {interval(steps, '.0f')} |")
     lines += ["", "| variant - stock, same seed, at the last evaluation | difference |", "|---|---|"]
-    for variant in list(VARIANTS)[1:]:
+    for variant in variants[1:]:
         lines.append(f"| {variant} | {interval(paired_difference(final[variant], final['stock']), '+.4f')} |")
     return "\n".join(lines) + "\n"
 
@@ -190,14 +193,19 @@ def main() -> None:
     parser.add_argument("--evals", type=int, default=4, help="Evaluation points over the budget (default 4).")
     parser.add_argument("--threads", type=int, default=1, help="torch CPU threads (default 1).")
     parser.add_argument("--output_dir", default="outputs/dynamic_sampling")
+    parser.add_argument(
+        "--variants", nargs="+", choices=list(VARIANTS), default=list(VARIANTS),
+        help="Variants to run (default: all); stock is always run, as the baseline of the paired differences.",
+    )  # fmt: skip
     args = parser.parse_args()
+    args.variants = ["stock", *(v for v in args.variants if v != "stock")]
     torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore", module=r"(trl|transformers|accelerate|torch)(\.|$)")
     output_dir = Path(args.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     runs = []
     for seed in range(args.seeds):
-        for variant in VARIANTS:
+        for variant in args.variants:
             run = train_run(variant, seed, args, output_dir)
             last = run["evaluations"][-1]
             print(
@@ -207,7 +215,7 @@ def main() -> None:
             )
             runs.append(run)
             (output_dir / "results.json").write_text(json.dumps({"args": vars(args), "runs": runs}, indent=1))
-    print(report(runs, args.budget, args.evals), end="")
+    print(report(runs, args.budget, args.evals, args.variants), end="")
 
 
 if __name__ == "__main__":
