@@ -17,7 +17,8 @@ files exist, so `harness.py`, `protocol.py` and `zygote.py` import nothing but e
   format): the judge side (trusted): run the hidden tests against proxies of the candidate.
 
 The package imports from here only this `__init__` (`STANDALONE_DIR`, `SCRIPT_FLAGS`), `protocol.py` (as
-`trl_grpo_ext.verifiers.code.standalone.protocol`) and `reaper.py` (`kill_processes_of`); the scripts never import this `__init__`.
+`trl_grpo_ext.verifiers.code.standalone.protocol`) and `reaper.py` (`kill_processes_of`); the scripts never import
+this `__init__`.
 `tests/verifiers/code/test_standalone.py` checks the rule.
 """
 

@@ -78,9 +78,10 @@ def describe(exc: BaseException) -> str:
 # other call fails with EPERM: kernel objects that are not namespaced or outlive the candidate (keys), that watch
 # files the judge shares (inotify, fanotify, dnotify through fcntl), that are kernel attack surface an ordinary
 # program never needs (io_uring, userfaultfd, BPF, perf events, ptrace and other processes' memory, file handles,
-# mounts, namespaces, modules, clocks, sync of the host's disks). Numbers past the newest call named here fail with ENOSYS, as the kernel answers for calls it lacks
-# (so a newer C library falls back). Every entry point is covered: the filter first checks the audit architecture
-# (i386 calls through int 0x80 from a 64-bit process are AUDIT_ARCH_I386: denied) and denies x32 numbers (bit 30).
+# mounts, namespaces, modules, clocks, sync of the host's disks). Numbers past the newest call named here fail with
+# ENOSYS, as the kernel answers for calls it lacks (so a newer C library falls back). Every entry point is covered:
+# the filter first checks the audit architecture (i386 calls through int 0x80 from a 64-bit process are
+# AUDIT_ARCH_I386: denied) and denies x32 numbers (bit 30).
 ALLOWED_SYSCALLS = {
     "memory": "brk mmap munmap mremap mprotect madvise msync mincore membarrier mseal map_shadow_stack",
     "files": "read write pread64 pwrite64 readv writev preadv pwritev preadv2 pwritev2 lseek open openat openat2 creat "
