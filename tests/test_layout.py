@@ -130,6 +130,13 @@ def test_layers_point_one_way():
     assert not upward, "\n".join(upward)
 
 
+def test_the_package_root_holds_folders_and_three_modules():
+    """Every module is in a folder that says what it is (trainer/, data/, models/, ...) but the package's public names
+    (`__init__`), the command line's entry point (`cli`) and the user errors that every layer raises (`usage`)."""
+    loose = {path.stem for path in TREES[PACKAGE].glob("*.py")}
+    assert loose == {"__init__", "cli", "usage"}
+
+
 def test_the_layers_name_the_modules_they_are_meant_for():
     assert layer_of(f"{VERIFIERS}.core.registry") == 0 and layer_of(f"{PACKAGE}.models.tiny_model") == 1
     assert (

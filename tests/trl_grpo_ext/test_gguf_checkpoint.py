@@ -22,7 +22,7 @@ import pytest
 import torch
 from gguf import GGMLQuantizationType as GGMLType
 
-from trl_grpo_ext import gguf_checkpoint
+from trl_grpo_ext.models import gguf_checkpoint
 from trl_grpo_ext.models.gguf_checkpoint import (
     SMOLLM2,
     PackagedGGUF,

@@ -35,7 +35,7 @@ from transformers import Trainer
 from transformers.trainer_callback import ExportableState, TrainerState
 from trl import GRPOTrainer
 
-from trl_grpo_ext import compat
+from trl_grpo_ext.trainer import compat
 from trl_grpo_ext.trainer.kl import kl_divergence
 from trl_grpo_ext.trainer.trainer import FORWARD_KEYS, GRPOExtTrainer
 

@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trl_grpo_ext import gguf_checkpoint
+    from trl_grpo_ext.models import gguf_checkpoint
 
     if args.gguf is not None:
         if args.output_dir is None:
