@@ -38,13 +38,12 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 import torch  # noqa: E402
 from transformers import PrinterCallback, TrainerCallback  # noqa: E402
 
-from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer  # noqa: E402
+from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer, arithmetic_dataset, arithmetic_split  # noqa: E402  # noqa: E402
 from trl_grpo_ext.compare import Task  # noqa: E402
 from trl_grpo_ext.compare.plan import TINY_PROMPTS_PER_STEP, TINY_SETTINGS  # noqa: E402
 from trl_grpo_ext.compare.run import prepare_model  # noqa: E402
 from trl_grpo_ext.compare.stats import mean_ci, paired_difference  # noqa: E402
 from trl_grpo_ext.compare.worker import build_rewards  # noqa: E402
-from trl_grpo_ext.datasets import arithmetic_dataset, arithmetic_split  # noqa: E402
 
 VARIANTS = {
     "stock": {},

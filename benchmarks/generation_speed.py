@@ -4,7 +4,7 @@
     python benchmarks/generation_speed.py --model outputs/run --rounds 5
 
 The sampler of `trl-grpo-ext evaluate` (`TransformersSampler`) draws n = 8 completions of 16 new tokens for each of
-16 held-out arithmetic questions (`trl_grpo_ext.chat_arithmetic`), in four settings: 1 or 2 torch threads, and one
+16 held-out arithmetic questions (`trl_grpo_ext.data.chat_arithmetic`), in four settings: 1 or 2 torch threads, and one
 prompt a call (`--prompts_per_call 1`) or 8 (one left-padded call of 64 sequences). Each round runs the four settings
 one after the other, so that load from other processes hits all of them; the figure is the median over rounds of
 the milliseconds per sequence, and the ratios are taken within each round, then their median and range printed.
@@ -30,10 +30,9 @@ def main() -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trl_grpo_ext.chat_arithmetic import as_chat, chat_arithmetic_split
+    from trl_grpo_ext import as_chat, chat_arithmetic_split, smollm2_path
     from trl_grpo_ext.evaluation.core import draw
     from trl_grpo_ext.evaluation.sampling import TransformersSampler, generation_settings
-    from trl_grpo_ext.gguf_checkpoint import smollm2_path
 
     model_path = args.model or smollm2_path()
     model = AutoModelForCausalLM.from_pretrained(model_path).eval()

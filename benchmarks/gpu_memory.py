@@ -51,7 +51,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 def model_folder(args) -> str:
     if args.model:
         return args.model
-    from trl_grpo_ext.tiny_model import tiny_model_path
+    from trl_grpo_ext import tiny_model_path
 
     return tiny_model_path(hidden_size=args.hidden_size, num_layers=args.layers, max_positions=4096)
 

@@ -164,7 +164,7 @@ def main(argv=None) -> int:
         return 0
     if args.device == "cuda" and not torch.cuda.is_available():
         sys.exit("benchmarks/gpu_parity.py: no CUDA GPU visible; --device cpu runs the same comparison on CPU.")
-    from trl_grpo_ext.tiny_model import tiny_model_path
+    from trl_grpo_ext import tiny_model_path
 
     model_dir = tiny_model_path()
     where = torch.cuda.get_device_name() if args.device == "cuda" else "CPU"

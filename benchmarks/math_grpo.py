@@ -81,8 +81,8 @@ import json, sys
 sys.path.insert(0, {str(Path(__file__).resolve().parents[1] / "examples")!r})
 import demo, torch
 from script_setup import quiet_libraries
-from trl_grpo_ext.datasets import arithmetic_format_warmup
-from trl_grpo_ext.tiny_model import build_tiny_model
+from trl_grpo_ext import arithmetic_format_warmup
+from trl_grpo_ext import build_tiny_model
 args = demo.parse_args(["--max_steps", "{steps}", "--output_dir", {str(path.parent / "demo_out")!r}])
 quiet_libraries(); torch.set_num_threads(args.threads); torch.manual_seed(args.seed)
 model, tokenizer = build_tiny_model(num_layers=args.num_layers, hidden_size=args.hidden_size, seed=args.seed)

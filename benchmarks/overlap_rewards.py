@@ -39,8 +39,11 @@ from datasets import Dataset  # noqa: E402
 from trainer_overhead import StepTimer  # noqa: E402  (this folder is the script's sys.path[0])
 from transformers import PrinterCallback  # noqa: E402
 
-from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer  # noqa: E402
-from trl_grpo_ext.tiny_model import tiny_model_path  # noqa: E402
+from trl_grpo_ext import (  # noqa: E402
+    GRPOExtConfig,
+    GRPOExtTrainer,
+    tiny_model_path,  # noqa: E402
+)
 from trl_grpo_ext.verifiers import Verifier, as_reward_function, register_verifier  # noqa: E402
 from trl_grpo_ext.verifiers.math.verifier import MathVerifier  # noqa: E402
 

@@ -34,8 +34,7 @@ def train_steps(model_path: str, setting: str, steps: int, seed: int) -> list[di
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
 
-    from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
-    from trl_grpo_ext.chat_arithmetic import as_chat, chat_arithmetic_split
+    from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer, as_chat, chat_arithmetic_split
     from trl_grpo_ext.verifiers import as_reward_function
 
     options = SETTINGS[setting]
@@ -83,7 +82,7 @@ def main() -> None:
 
     import torch
 
-    from trl_grpo_ext.gguf_checkpoint import smollm2_path
+    from trl_grpo_ext import smollm2_path
 
     torch.set_num_threads(args.threads)
     model_path = args.model or smollm2_path()

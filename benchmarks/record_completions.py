@@ -5,11 +5,11 @@
 Two sources of prompts, all from held-out splits (never trained on), sampled on the CPU with one torch thread and
 fixed seeds, in left-padded batches of `--batch_size` prompts:
 
-- "chat_arithmetic": the questions of `trl_grpo_ext.chat_arithmetic` ("What is 14 + 7? Answer with the number
+- "chat_arithmetic": the questions of `trl_grpo_ext.data.chat_arithmetic` ("What is 14 + 7? Answer with the number
   only."), levels 1 and 2, as one user message; temperature 1.0, 24 new tokens.
 - "boxed_word": the same held-out questions written as word problems ("Sam has 4 marbles. He finds 7 more. ..."),
   with the system message "Solve the problem. Put the final answer in \\boxed{}."; temperature 0.8, 128 new tokens.
-- "boxed_builtin": the built-in task's held-out problems (`trl_grpo_ext.datasets.arithmetic_split("held_out")`,
+- "boxed_builtin": the built-in task's held-out problems (`trl_grpo_ext.data.datasets.arithmetic_split("held_out")`,
   "3+4=") as "Compute 3+4." with the same system message and settings as "boxed_word".
 
 Each prompt is sampled `--samples` times (one pass over the prompts a sample). The seed of a batch is
@@ -60,8 +60,7 @@ def boxed(question: str) -> list[dict]:
 
 def build_prompts() -> dict[str, list[tuple[list[dict], str]]]:
     """source -> [(chat messages, reference), ...]."""
-    from trl_grpo_ext.chat_arithmetic import chat_arithmetic_split
-    from trl_grpo_ext.datasets import arithmetic_split
+    from trl_grpo_ext import arithmetic_split, chat_arithmetic_split
 
     level1 = chat_arithmetic_split("held_out", level=1)  # 31 questions
     level2 = chat_arithmetic_split("held_out", level=2, limit=44, seed=0)
@@ -92,7 +91,7 @@ def main() -> None:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trl_grpo_ext.gguf_checkpoint import smollm2_path
+    from trl_grpo_ext import smollm2_path
 
     torch.set_num_threads(1)
     model_path = args.model or smollm2_path()

@@ -29,10 +29,13 @@ from trainer_helpers import digit_reward, make_config, prompt_dataset  # noqa: E
 from transformers import PrinterCallback, TrainerCallback  # noqa: E402
 from trl import GRPOConfig, GRPOTrainer  # noqa: E402
 
-from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer  # noqa: E402
-from trl_grpo_ext.advantages import list_advantage_estimators  # noqa: E402
-from trl_grpo_ext.kl import list_kl_estimators  # noqa: E402
-from trl_grpo_ext.tiny_model import tiny_model_path  # noqa: E402
+from trl_grpo_ext import (  # noqa: E402
+    GRPOExtConfig,
+    GRPOExtTrainer,
+    list_advantage_estimators,  # noqa: E402
+    list_kl_estimators,  # noqa: E402
+    tiny_model_path,  # noqa: E402
+)
 
 
 class StepTimer(TrainerCallback):
@@ -102,8 +105,8 @@ def variants(quick: bool) -> list[tuple[str, dict, dict]]:
 def hook_costs(batch=16, group=8, length=32, repeats=2000, device="cpu") -> dict[str, float]:
     """Seconds per call of the extension's own per-step work, on tensors of the benchmark's shapes: the part of the
     step-time ratio that is not noise."""
-    from trl_grpo_ext.advantages import advantage_metrics, compute_advantages
-    from trl_grpo_ext.kl import kl_divergence
+    from trl_grpo_ext import kl_divergence
+    from trl_grpo_ext.trainer.advantages import advantage_metrics, compute_advantages
 
     rewards = torch.rand(batch, device=device)
     logp = (-torch.rand(batch, length, device=device)).requires_grad_()

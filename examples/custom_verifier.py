@@ -19,10 +19,14 @@ import sys
 
 from script_setup import parse_checked, script_parser  # examples/script_setup.py, next to this script
 
-from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
-from trl_grpo_ext.datasets import arithmetic_dataset, arithmetic_format_warmup
-from trl_grpo_ext.launch import end_training
-from trl_grpo_ext.tiny_model import build_tiny_model
+from trl_grpo_ext import (
+    GRPOExtConfig,
+    GRPOExtTrainer,
+    arithmetic_dataset,
+    arithmetic_format_warmup,
+    build_tiny_model,
+    end_training,
+)
 from trl_grpo_ext.verifiers import as_reward_function, register_verifier
 
 

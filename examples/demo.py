@@ -21,7 +21,7 @@ What it does, in order:
 Seeds are fixed and the run trains `--max_steps` steps. What a seed fixes: the result, bit for bit, on one machine
 with the same torch build and `--threads` (2), idle or loaded. Across processors the figures differ: kernels that
 sum in other orders leave other last bits, and 600 steps turn them into another policy. The demo pins the CPU
-kernels of torch, oneDNN and MKL to their AVX2 versions (`trl_grpo_ext.launch.PORTABLE_CPU_KERNELS`), which narrows
+kernels of torch, oneDNN and MKL to their AVX2 versions (`trl_grpo_ext.trainer.launch.PORTABLE_CPU_KERNELS`), which narrows
 the differences without removing them (an AMD EPYC gave another result than an Intel Xeon with the same pin); the
 range the held-out figure fell in across the processors and kernels measured is in docs/examples.md.
 `--native_kernels` lets the processor choose (faster on some). `--max_seconds` adds a time cap (then the result
@@ -85,7 +85,7 @@ def greedy_accuracy(model, tokenizer, problems: list[dict]) -> float:
 
 def held_out_pass_at_1(model, tokenizer, verifier, seed: int) -> dict:
     """pass@1 on the 22 held-out problems: {"mean": x, "ci95": [lo, hi], "n": 22}, sampled as in training."""
-    from trl_grpo_ext.datasets import arithmetic_split
+    from trl_grpo_ext import arithmetic_split
     from trl_grpo_ext.evaluation import EvalVerifier, evaluate_dataset
     from trl_grpo_ext.evaluation.sampling import TransformersSampler, generation_settings
 
@@ -125,8 +125,7 @@ def plot_reward_curve(history: list[dict], path: Path, title: str) -> None:
 def build_trainer(model, tokenizer, args: argparse.Namespace, progress):
     from transformers import PrinterCallback, ProgressCallback
 
-    from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
-    from trl_grpo_ext.datasets import arithmetic_dataset
+    from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer, arithmetic_dataset
     from trl_grpo_ext.verifiers import as_reward_function
 
     config = GRPOExtConfig(
@@ -164,15 +163,14 @@ def build_trainer(model, tokenizer, args: argparse.Namespace, progress):
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from trl_grpo_ext.launch import use_portable_cpu_kernels
+    from trl_grpo_ext import use_portable_cpu_kernels
 
     kernels = {} if args.native_kernels else use_portable_cpu_kernels()
     # examples/script_setup.py, next to this script; imported here since it imports trl, which --help does not need.
     import torch
     from script_setup import quiet_libraries
 
-    from trl_grpo_ext.datasets import arithmetic_format_warmup, arithmetic_problems
-    from trl_grpo_ext.tiny_model import build_tiny_model
+    from trl_grpo_ext import arithmetic_format_warmup, arithmetic_problems, build_tiny_model
 
     quiet_libraries()
     chosen = ", ".join(f"{k}={v}" for k, v in kernels.items()) or "the processor's own"
@@ -191,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Format warm-up: {args.warmup_steps} steps in {warmup_s:.1f} s (loss {warmup_loss:.2f}; random targets).")
 
     time_left = None if args.max_seconds is None else args.max_seconds - warmup_s
-    from trl_grpo_ext.progress import RewardProgress
+    from trl_grpo_ext import RewardProgress
 
     progress = RewardProgress(args.max_steps, SUMMARY_WINDOW, max_seconds=time_left)
     trainer = build_trainer(model, tokenizer, args, progress)

@@ -34,9 +34,7 @@ from dataclasses import MISSING, dataclass, field
 from script_setup import parse_script_args, tiny_defaults, tiny_model  # examples/script_setup.py, next to this script
 from trl import ModelConfig, ScriptArguments, get_peft_config
 
-from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
-from trl_grpo_ext.datasets import code_dataset, hub_prompt_dataset
-from trl_grpo_ext.launch import end_training
+from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer, code_dataset, end_training, hub_prompt_dataset
 from trl_grpo_ext.verifiers import as_reward_function
 from trl_grpo_ext.verifiers.code.native import LANGUAGES
 from trl_grpo_ext.verifiers.code.options import OPTION_HELP

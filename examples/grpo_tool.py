@@ -114,7 +114,7 @@ def train_dataset(steps: int, prompts_per_step: int, seed: int):
 def build_model(seed: int, with_tool: bool):
     """The tiny model with `CHAT_TOKENS + EXTRA_TOKENS` as whole tokens (both runs), and with the tool run's
     tool-calling templates. Returns (model, tokenizer)."""
-    from trl_grpo_ext.tiny_model import CHAT_TOKENS, build_tiny_model, enable_tool_calls
+    from trl_grpo_ext.models.tiny_model import CHAT_TOKENS, build_tiny_model, enable_tool_calls
 
     model, tokenizer = build_tiny_model(seed=seed, chat_tokens=CHAT_TOKENS + EXTRA_TOKENS)
     if with_tool:
@@ -330,7 +330,7 @@ def train_one(args: argparse.Namespace, seed: int, with_tool: bool) -> dict:
         f"  format warm-up: {args.warmup_steps} steps, last loss {warmup_loss:.3f}, {elapsed:.0f} s{note}", flush=True
     )
     reward = ProductReward(as_reward_function("math", reference_column="answer"))
-    from trl_grpo_ext.progress import RewardProgress
+    from trl_grpo_ext import RewardProgress
 
     progress = RewardProgress(
         args.max_steps, REWARD_WINDOW, desc=f"GRPO, {'tool' if with_tool else 'no tools'}, seed {seed}"

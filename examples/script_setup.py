@@ -14,8 +14,7 @@ import warnings
 from accelerate import PartialState
 from trl import GRPOConfig, TrlParser
 
-from trl_grpo_ext import GRPOExtConfig
-from trl_grpo_ext.tiny_model import tiny_model_path
+from trl_grpo_ext import GRPOExtConfig, tiny_model_path
 from trl_grpo_ext.usage import UsageError, check_dataset_path, check_model_path, report
 
 # Fields of TRL's ScriptArguments and ModelConfig that a newcomer sets first.
@@ -134,7 +133,7 @@ def check_names(argv: list[str], dataclass_types: tuple) -> None:
     with a traceback."""
     import yaml
 
-    from trl_grpo_ext.registry import suggest
+    from trl_grpo_ext.verifiers.core.plugins import suggest
 
     fields = {f.name for dtype in dataclass_types for f in dataclasses.fields(dtype)}
     # TRL's parser adds --no_NAME for a boolean field whose default is True.
@@ -157,7 +156,7 @@ def check_names(argv: list[str], dataclass_types: tuple) -> None:
 def check_inputs(args: tuple) -> None:
     """The model and dataset the parsed arguments name: a path that does not exist, a model folder without
     config.json, a local dataset without the split or a column a `*_column` flag names. UsageError naming the flag."""
-    from trl_grpo_ext.datasets import check_columns, load_split
+    from trl_grpo_ext.data.datasets import check_columns, load_split
 
     for values in args:
         check_model_path("--model_name_or_path", getattr(values, "model_name_or_path", None))
@@ -180,7 +179,7 @@ def set_threads(argv: list[str]) -> list[str]:
     parser, which does not know the flag."""
     import torch
 
-    from trl_grpo_ext.launch import default_threads
+    from trl_grpo_ext import default_threads
 
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--threads", type=int, default=None)

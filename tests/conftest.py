@@ -57,6 +57,6 @@ def pytest_unconfigure(config):
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory) -> str:
-    from trl_grpo_ext.tiny_model import tiny_model_path
+    from trl_grpo_ext.models.tiny_model import tiny_model_path
 
     return tiny_model_path(tmp_path_factory.mktemp("models") / "tiny")

@@ -13,7 +13,7 @@ def test_caches_are_in_a_temporary_folder():
     import huggingface_hub.constants
     from hypothesis.configuration import storage_directory
 
-    from trl_grpo_ext.tiny_model import DEFAULT_CACHE
+    from trl_grpo_ext.models.tiny_model import DEFAULT_CACHE
 
     temporary = Path(tempfile.gettempdir()).resolve()
     caches = [datasets.config.HF_DATASETS_CACHE, huggingface_hub.constants.HF_HUB_CACHE, os.environ["HF_HOME"]]

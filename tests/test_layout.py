@@ -45,9 +45,10 @@ SCRIPTS = {name: path for name, path in MODULES.items() if name.startswith(f"{ST
 # to the layer of the longest prefix it starts with; "library" holds every other module of trl_grpo_ext/.
 LAYERS = [
     ("verifiers", (VERIFIERS,)),  # imports nothing of trl_grpo_ext outside itself
-    ("library", (PACKAGE,)),  # config, estimators, datasets, the task, tools/, memory/, prompt rounds
+    ("library", (PACKAGE,)),  # data/, models/, tools/, memory/, usage errors
     ("evaluation", (f"{PACKAGE}.evaluation",)),  # never the compare command
-    ("trainer", (f"{PACKAGE}.trainer", f"{PACKAGE}.__init__")),  # the package's own __init__ loads the trainer
+    # trainer/: the trainer, its config, the estimators; the package's own __init__ exports their names
+    ("trainer", (f"{PACKAGE}.trainer", f"{PACKAGE}.__init__")),
     ("compare", (f"{PACKAGE}.compare",)),
     ("commands", (f"{PACKAGE}.commands", f"{PACKAGE}.cli")),  # on top: nothing below imports a command
 ]
@@ -107,9 +108,9 @@ def test_the_graph_sees_the_imports_it_must():
     assert f"{STANDALONE}.protocol" in GRAPH[f"{v}.sandbox.process"]
     # inside functions, absolute and relative, across the two trees
     assert f"{PACKAGE}.evaluation.tasks" in GRAPH[f"{PACKAGE}.compare.held_out"]
-    assert f"{PACKAGE}.datasets" in GRAPH[f"{PACKAGE}.task"]
-    assert f"{v}.core.plugins" in GRAPH[f"{PACKAGE}.registry"]
-    assert {f"{PACKAGE}.config", f"{PACKAGE}.trainer"} <= GRAPH[PACKAGE]  # its lazy names
+    assert f"{PACKAGE}.data.datasets" in GRAPH[f"{PACKAGE}.data.task"]
+    assert f"{v}.core.plugins" in GRAPH[f"{PACKAGE}.trainer.kl"]
+    assert {f"{PACKAGE}.trainer.config", f"{PACKAGE}.trainer.trainer", f"{PACKAGE}.data.datasets"} <= GRAPH[PACKAGE]
 
 
 def test_no_module_imports_one_that_imports_it_back():
@@ -129,10 +130,22 @@ def test_layers_point_one_way():
     assert not upward, "\n".join(upward)
 
 
+def test_the_package_root_holds_folders_and_three_modules():
+    """Every module is in a folder that says what it is (trainer/, data/, models/, ...) but the package's public names
+    (`__init__`), the command line's entry point (`cli`) and the user errors that every layer raises (`usage`)."""
+    loose = {path.stem for path in TREES[PACKAGE].glob("*.py")}
+    assert loose == {"__init__", "cli", "usage"}
+
+
 def test_the_layers_name_the_modules_they_are_meant_for():
-    assert layer_of(f"{VERIFIERS}.core.registry") == 0 and layer_of(f"{PACKAGE}.registry") == 1
-    assert layer_of(f"{PACKAGE}.task") < layer_of(f"{PACKAGE}.evaluation.tasks") < layer_of(f"{PACKAGE}.compare.plan")
-    assert layer_of(PACKAGE) == layer_of(f"{PACKAGE}.trainer") < layer_of(f"{PACKAGE}.cli")
+    assert layer_of(f"{VERIFIERS}.core.registry") == 0 and layer_of(f"{PACKAGE}.models.tiny_model") == 1
+    assert (
+        layer_of(f"{PACKAGE}.data.task")
+        < layer_of(f"{PACKAGE}.evaluation.tasks")
+        < layer_of(f"{PACKAGE}.compare.plan")
+    )
+    assert layer_of(f"{PACKAGE}.evaluation.core") < layer_of(f"{PACKAGE}.trainer.kl") == layer_of(f"{PACKAGE}.trainer")
+    assert layer_of(PACKAGE) == layer_of(f"{PACKAGE}.trainer.trainer") < layer_of(f"{PACKAGE}.cli")
 
 
 @pytest.mark.parametrize("script", sorted(SCRIPTS), ids=lambda name: name.rpartition(".")[2])

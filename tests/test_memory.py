@@ -266,7 +266,7 @@ def train_one_step(tmp_path, *, beta, dtype=torch.float32, lora_rank=0, reward_m
     from transformers import AutoModelForCausalLM
 
     from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
-    from trl_grpo_ext.tiny_model import build_tokenizer, tiny_model_path
+    from trl_grpo_ext.models.tiny_model import build_tokenizer, tiny_model_path
 
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_pretrained(tiny_model_path(), dtype=dtype)
@@ -296,7 +296,7 @@ def train_one_step(tmp_path, *, beta, dtype=torch.float32, lora_rank=0, reward_m
 def tiny_dims_and_setup(precision, lora_rank=0):
     from transformers import AutoConfig
 
-    from trl_grpo_ext.tiny_model import tiny_model_path
+    from trl_grpo_ext.models.tiny_model import tiny_model_path
 
     dims = dims_from_config(AutoConfig.from_pretrained(tiny_model_path()))
     setup = TrainingSetup(precision=precision, lora_rank=lora_rank, lora_targets=("q_proj", "v_proj"))
@@ -339,7 +339,7 @@ def test_lora_step_matches_estimate(tmp_path, precision):
 def test_reward_model_step_matches_estimate(tmp_path):
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
-    from trl_grpo_ext.tiny_model import tiny_model_path
+    from trl_grpo_ext.models.tiny_model import tiny_model_path
 
     torch.manual_seed(0)
     reward_model = AutoModelForSequenceClassification.from_config(
@@ -359,7 +359,7 @@ def test_critic_step_matches_estimate(lora_rank):
     one AdamW step on its own, and its parameters, gradients and moments counted."""
     from transformers import AutoConfig, AutoModelForSequenceClassification
 
-    from trl_grpo_ext.tiny_model import tiny_model_path
+    from trl_grpo_ext.models.tiny_model import tiny_model_path
 
     torch.manual_seed(0)
     critic = AutoModelForSequenceClassification.from_config(
@@ -390,7 +390,7 @@ def test_activations_match_saved_tensors(dtype, checkpointing):
     lives during backward), so the estimate less one layer is compared."""
     from trl.trainer.utils import selective_log_softmax
 
-    from trl_grpo_ext.tiny_model import build_tiny_model
+    from trl_grpo_ext.models.tiny_model import build_tiny_model
 
     model, _ = build_tiny_model(hidden_size=64, num_layers=2)
     model = model.to(dtype).train()

@@ -42,8 +42,8 @@ class OneLineParser(argparse.ArgumentParser):
 
 def unknown_flag(parser: argparse.ArgumentParser, command: str, extras: list[str]):
     """A UsageError naming the first argument the subcommand does not know, with the closest of its flags."""
-    from trl_grpo_ext.registry import suggest
     from trl_grpo_ext.usage import UsageError
+    from trl_grpo_ext.verifiers.core.plugins import suggest
 
     subparsers = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     flags = [flag for action in subparsers.choices[command]._actions for flag in action.option_strings]

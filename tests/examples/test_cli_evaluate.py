@@ -134,7 +134,7 @@ def test_max_prompts_takes_consecutive_rows_from_an_offset_or_a_seeded_subset(tm
     import random
 
     from trl_grpo_ext.compare import Task
-    from trl_grpo_ext.datasets import arithmetic_split
+    from trl_grpo_ext.data.datasets import arithmetic_split
     from trl_grpo_ext.evaluation.tasks import load_eval_rows
 
     held_out = arithmetic_split("held_out")

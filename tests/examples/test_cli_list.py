@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from trl_grpo_ext.kl import list_kl_estimators
+from trl_grpo_ext.trainer.kl import list_kl_estimators
 
 
 def run_cli(*args: str) -> str:
@@ -24,8 +24,8 @@ def fresh_process_registries() -> list[dict[str, str]]:
     """The registries as a fresh interpreter sees them (other tests register plug-ins in this process)."""
     code = (
         "import json\n"
-        "from trl_grpo_ext.advantages import list_advantage_estimators\n"
-        "from trl_grpo_ext.kl import list_kl_estimators\n"
+        "from trl_grpo_ext.trainer.advantages import list_advantage_estimators\n"
+        "from trl_grpo_ext.trainer.kl import list_kl_estimators\n"
         "from trl_grpo_ext.verifiers import list_verifiers\n"
         "print(json.dumps([list_advantage_estimators(), list_kl_estimators(), list_verifiers()]))"
     )

@@ -15,7 +15,7 @@ import pytest
 from trl_grpo_ext.cli import main
 from trl_grpo_ext.compare import RunSpec, Task, replot
 from trl_grpo_ext.compare.worker import load_task_dataset
-from trl_grpo_ext.datasets import arithmetic_split
+from trl_grpo_ext.data.datasets import arithmetic_split
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 from example_scripts import import_example
 
-from trl_grpo_ext.datasets import (
+from trl_grpo_ext.data.datasets import (
     arithmetic_dataset,
     arithmetic_format_warmup,
     arithmetic_problems,
@@ -46,7 +46,7 @@ def test_arithmetic_dataset_is_shuffled_reproducibly_and_conversational_on_reque
 
 
 def test_format_warmup_teaches_the_digit_format_but_no_arithmetic():
-    from trl_grpo_ext.tiny_model import build_tiny_model
+    from trl_grpo_ext.models.tiny_model import build_tiny_model
 
     torch.manual_seed(0)
     model, tokenizer = build_tiny_model(seed=0)
@@ -110,7 +110,7 @@ def write_local_dataset(directory, rows) -> str:
 
 
 def test_hub_dataset_gets_a_conversational_prompt_and_the_reference_unchanged(tmp_path):
-    from trl_grpo_ext.datasets import hub_prompt_dataset
+    from trl_grpo_ext.data.datasets import hub_prompt_dataset
 
     rows = [{"question": "What is 6*7?", "answer": "6*7 = 42\n#### 42", "extra": 1}]
     dataset = hub_prompt_dataset(
@@ -125,7 +125,7 @@ def test_hub_dataset_gets_a_conversational_prompt_and_the_reference_unchanged(tm
 
 
 def test_hub_dataset_missing_column_names_it_and_the_available_ones(tmp_path):
-    from trl_grpo_ext.datasets import hub_prompt_dataset
+    from trl_grpo_ext.data.datasets import hub_prompt_dataset
 
     path = write_local_dataset(tmp_path, [{"problem": "1+1", "solution": "\\boxed{2}"}])
     with pytest.raises(ValueError, match=r"no column\(s\) \['question'\].*\['problem', 'solution'\]"):

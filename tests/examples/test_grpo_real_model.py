@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from trl_grpo_ext.chat_arithmetic import chat_arithmetic_problems, chat_arithmetic_split
+from trl_grpo_ext.data.chat_arithmetic import chat_arithmetic_problems, chat_arithmetic_split
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = REPO / "examples" / "grpo_real_model.py"

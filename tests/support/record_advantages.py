@@ -14,7 +14,7 @@ import torch
 from trainer_helpers import digit_reward, make_config, prompt_dataset
 
 from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
-from trl_grpo_ext.launch import end_training
+from trl_grpo_ext.trainer.launch import end_training
 
 
 class RecordingTrainer(GRPOExtTrainer):

@@ -15,7 +15,7 @@ from sampling_helpers import solved_when_even_reward
 from trainer_helpers import make_config, prompt_dataset
 
 from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
-from trl_grpo_ext.launch import end_training
+from trl_grpo_ext.trainer.launch import end_training
 
 SLICE_FIELDS = ("prompt_ids", "prompt_mask", "completion_ids", "completion_mask", "advantages", "ref_per_token_logps")
 

@@ -10,7 +10,7 @@ from datasets import Dataset
 from trainer_helpers import make_config
 
 from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
-from trl_grpo_ext.tiny_model import build_tiny_model, enable_tool_calls
+from trl_grpo_ext.models.tiny_model import build_tiny_model, enable_tool_calls
 from trl_grpo_ext.tools import TOOL_STATS, PythonSession, PythonToolConfig, make_python_tool
 
 QUESTION = "What is 123*456?"

@@ -1,6 +1,6 @@
 """Independent reference implementations of the advantage estimators of docs/estimators.md.
 
-Written from the formulas, not from trl_grpo_ext.advantages: plain Python over lists, exact `Fraction` arithmetic
+Written from the formulas, not from trl_grpo_ext.trainer.advantages: plain Python over lists, exact `Fraction` arithmetic
 wherever the formula is rational, `math.sqrt` only for standard deviations. Rewards are a flat list of floats (NaN =
 unscorable) grouped in consecutive runs of `group_size`; the result is a flat list of floats.
 

@@ -11,7 +11,7 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from stock_trl import StockAdvantages, build_stock_trainer
 
-from trl_grpo_ext.advantages import (
+from trl_grpo_ext.trainer.advantages import (
     _ADVANTAGE_ESTIMATORS,
     EstimatorProperties,
     advantage_metrics,

@@ -20,7 +20,7 @@ from transformers import AutoModelForCausalLM
 from trl import GRPOTrainer
 
 from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
-from trl_grpo_ext.compat import KNOWN_DEPRECATIONS, replaced_attribute
+from trl_grpo_ext.trainer.compat import KNOWN_DEPRECATIONS, replaced_attribute
 
 
 def test_the_value_is_replaced_inside_and_restored_after():
@@ -88,7 +88,7 @@ def objects():
     return found
 
 before = objects()
-import trl_grpo_ext, trl_grpo_ext.trainer, trl_grpo_ext.config, trl_grpo_ext.verifiers
+import trl_grpo_ext, trl_grpo_ext.trainer.trainer, trl_grpo_ext.trainer.config, trl_grpo_ext.verifiers
 from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
 from trl_grpo_ext.verifiers import as_reward_function, get_verifier
 after = objects()
@@ -126,7 +126,7 @@ def test_importing_the_trainer_adds_no_warning_filter():
     script = (
         "import warnings, trl.trainer.grpo_trainer, transformers, accelerate, datasets, peft\n"
         "before = list(warnings.filters)\n"
-        "import trl_grpo_ext.trainer\n"
+        "import trl_grpo_ext.trainer.trainer\n"
         "print(warnings.filters == before)\n"
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600, check=True)

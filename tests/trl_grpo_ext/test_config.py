@@ -9,9 +9,9 @@ import pytest
 from trl import GRPOConfig, TrlParser
 
 from trl_grpo_ext import GRPOExtConfig
-from trl_grpo_ext import config as config_module
-from trl_grpo_ext.advantages import list_advantage_estimators
-from trl_grpo_ext.kl import list_kl_estimators
+from trl_grpo_ext.trainer import config as config_module
+from trl_grpo_ext.trainer.advantages import list_advantage_estimators
+from trl_grpo_ext.trainer.kl import list_kl_estimators
 
 
 def config(tmp_path, **kwargs) -> GRPOExtConfig:

@@ -6,25 +6,25 @@ import pytest
 from trl import GRPOConfig, TrlParser
 
 from trl_grpo_ext import GRPOExtConfig
-from trl_grpo_ext.config import FIELD_SECTIONS
-from trl_grpo_ext.config_docs import DOCS_PAGE, render_page
-from trl_grpo_ext.field_docs import markdown_table, own_fields, sections
+from trl_grpo_ext.trainer.config import FIELD_SECTIONS
+from trl_grpo_ext.trainer.config_docs import DOCS_PAGE, render_page
+from trl_grpo_ext.trainer.field_docs import markdown_table, own_fields, sections
 
 
 def test_docs_page_holds_the_table_the_fields_render():
     page = DOCS_PAGE.read_text()
     assert render_page(page, markdown_table(GRPOExtConfig, GRPOConfig, FIELD_SECTIONS)) == page, (
-        "docs/config.md is stale: run `python -m trl_grpo_ext.config_docs --write`"
+        "docs/config.md is stale: run `python -m trl_grpo_ext.trainer.config_docs --write`"
     )
 
 
 def test_code_verifier_page_holds_the_table_the_options_render():
-    from trl_grpo_ext.config_docs import OPTIONS_BEGIN, OPTIONS_PAGE, code_verifier_options_table
+    from trl_grpo_ext.trainer.config_docs import OPTIONS_BEGIN, OPTIONS_PAGE, code_verifier_options_table
 
     page = OPTIONS_PAGE.read_text()
     table = code_verifier_options_table()
     assert render_page(page, table, OPTIONS_BEGIN) == page, (
-        "docs/code_verifier.md is stale: run `python -m trl_grpo_ext.config_docs --write`"
+        "docs/code_verifier.md is stale: run `python -m trl_grpo_ext.trainer.config_docs --write`"
     )
     assert "| `timeout_s` | `10.0` | The candidate's own time per sandbox run, in seconds: the CPU time" in table
     assert "| `cpp_flags` | `['-O2', '-std=c++17']` |" in table and "\\|got - want\\|" in table
@@ -62,7 +62,7 @@ def test_a_field_left_out_of_the_sections_or_without_help_is_refused():
 
 
 def test_render_page_replaces_only_the_generated_block_and_needs_its_markers():
-    from trl_grpo_ext.config_docs import BEGIN, END
+    from trl_grpo_ext.trainer.config_docs import BEGIN, END
 
     page = f"intro\n{BEGIN}\nold\n{END}\noutro\n"
     assert render_page(page, "new\n") == f"intro\n{BEGIN}\n\nnew\n\n{END}\noutro\n"

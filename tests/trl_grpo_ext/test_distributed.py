@@ -9,7 +9,7 @@ import pytest
 import torch
 from launch import launch_two_processes as launch
 
-from trl_grpo_ext.advantages import compute_advantages, estimator_properties
+from trl_grpo_ext.trainer.advantages import compute_advantages, estimator_properties
 
 
 def launch_two_processes(tmp_path, model_dir, estimator):

@@ -16,8 +16,8 @@ from sampling_helpers import GROUP_SIZE, first_operand, half_tied_reward
 from trainer_helpers import make_config, parameters, prompt_dataset, train
 
 from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
-from trl_grpo_ext.advantages import compute_advantages
-from trl_grpo_ext.dynamic_sampling import (
+from trl_grpo_ext.trainer.advantages import compute_advantages
+from trl_grpo_ext.trainer.dynamic_sampling import (
     assemble_batch,
     combined_rewards,
     fill_groups,
@@ -25,7 +25,7 @@ from trl_grpo_ext.dynamic_sampling import (
     pick_groups,
     round_informative_groups,
 )
-from trl_grpo_ext.prompt_stream import PromptStream
+from trl_grpo_ext.trainer.prompt_stream import PromptStream
 from trl_grpo_ext.verifiers import as_reward_function, register_verifier
 
 # --- the criterion and the assembly, alone ---

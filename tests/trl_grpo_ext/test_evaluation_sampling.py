@@ -10,7 +10,7 @@ from trl_grpo_ext.evaluation.sampling import TransformersSampler, generation_set
 
 @pytest.fixture(scope="module")
 def tiny():
-    from trl_grpo_ext.tiny_model import build_tiny_model
+    from trl_grpo_ext.models.tiny_model import build_tiny_model
 
     model, tokenizer = build_tiny_model(seed=0)
     return model.eval(), tokenizer

@@ -1,4 +1,4 @@
-"""GGUF checkpoints as plain model folders (trl_grpo_ext.gguf_checkpoint), on a tiny Llama GGUF written here.
+"""GGUF checkpoints as plain model folders (trl_grpo_ext.models.gguf_checkpoint), on a tiny Llama GGUF written here.
 
 No network: the GGUF file is written with the `gguf` package (random weights, a byte-level BPE vocabulary of a few
 hundred tokens, a ChatML template), some tensors quantised to Q8_0 and Q4_1 and one stored as F16, so that loading
@@ -22,8 +22,8 @@ import pytest
 import torch
 from gguf import GGMLQuantizationType as GGMLType
 
-from trl_grpo_ext import gguf_checkpoint
-from trl_grpo_ext.gguf_checkpoint import (
+from trl_grpo_ext.models import gguf_checkpoint
+from trl_grpo_ext.models.gguf_checkpoint import (
     SMOLLM2,
     PackagedGGUF,
     convert_gguf,

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from stock_trl import build_stock_trainer, loss_inputs, stock_loss
 
-from trl_grpo_ext.kl import (
+from trl_grpo_ext.trainer.kl import (
     _KL_ESTIMATORS,
     get_kl_estimator,
     kl_divergence,

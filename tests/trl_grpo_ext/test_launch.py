@@ -1,4 +1,4 @@
-"""trl_grpo_ext.launch.end_training: the end of a multi-process training script. The launches themselves (two
+"""trl_grpo_ext.trainer.launch.end_training: the end of a multi-process training script. The launches themselves (two
 processes under `accelerate launch`, exit codes and hangs) are the slow tests of tests/examples/test_examples.py."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 import torch
 from accelerate import Accelerator
 
-from trl_grpo_ext.launch import end_training, use_portable_cpu_kernels
+from trl_grpo_ext.trainer.launch import end_training, use_portable_cpu_kernels
 
 
 class FinishedTrainer:
@@ -39,7 +39,7 @@ def _kernels_in_a_fresh_process(env_extra: dict[str, str]) -> list[str]:
     import sys
 
     code = (
-        "from trl_grpo_ext.launch import use_portable_cpu_kernels\n"
+        "from trl_grpo_ext.trainer.launch import use_portable_cpu_kernels\n"
         "chosen = use_portable_cpu_kernels()\n"
         "import torch\n"
         "print(chosen.get('ATEN_CPU_CAPABILITY'), chosen.get('MKL_CBWR'), torch.backends.cpu.get_cpu_capability())\n"

@@ -198,7 +198,7 @@ import json, sys, torch
 from trainer_helpers import make_config
 from datasets import Dataset
 from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
-from trl_grpo_ext.launch import end_training
+from trl_grpo_ext.trainer.launch import end_training
 from trl_grpo_ext.verifiers import as_reward_function, register_verifier
 
 

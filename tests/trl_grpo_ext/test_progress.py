@@ -2,7 +2,7 @@
 
 from transformers import TrainerControl, TrainerState
 
-from trl_grpo_ext.progress import RewardProgress
+from trl_grpo_ext.trainer.progress import RewardProgress
 
 
 def run_steps(progress: RewardProgress, rewards: list[float], eval_logs: bool = False) -> TrainerControl:

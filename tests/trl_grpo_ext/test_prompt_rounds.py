@@ -11,9 +11,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from trl_grpo_ext.advantages import compute_advantages
-from trl_grpo_ext.prompt_rounds import PromptRounds, build_prompt_stream
-from trl_grpo_ext.prompt_stream import PromptStream
+from trl_grpo_ext.trainer.advantages import compute_advantages
+from trl_grpo_ext.trainer.prompt_rounds import PromptRounds, build_prompt_stream
+from trl_grpo_ext.trainer.prompt_stream import PromptStream
 
 SIZE = 4  # completions per prompt
 ROWS = [{"row": i} for i in range(16)]

@@ -9,7 +9,7 @@ import torch
 from sampling_helpers import solved_when_even_reward
 from trainer_helpers import parameters
 
-from trl_grpo_ext.prompt_stream import PromptStream, pass_rate_weights
+from trl_grpo_ext.trainer.prompt_stream import PromptStream, pass_rate_weights
 
 from .test_retire_prompts import build, full_and_resumed_runs, is_solved, logged, replay_retirements
 

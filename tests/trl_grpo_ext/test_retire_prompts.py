@@ -11,7 +11,7 @@ from sampling_helpers import always_solved_reward, first_operand, solved_when_ev
 from trainer_helpers import make_config, parameters, prompt_dataset
 
 from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
-from trl_grpo_ext.prompt_stream import PromptStream
+from trl_grpo_ext.trainer.prompt_stream import PromptStream
 
 
 class RowRecordingTrainer(GRPOExtTrainer):
@@ -79,7 +79,7 @@ def test_prompts_solved_in_their_last_appearances_are_not_drawn_again(tiny_model
 
 def test_training_ends_cleanly_when_every_prompt_is_retired(tiny_model_dir, tmp_path, caplog):
     trainer = build(tiny_model_dir, tmp_path / "out", always_solved_reward, retire_solved_after=1, max_steps=50)
-    with caplog.at_level(logging.WARNING, logger="trl_grpo_ext.prompt_stream"):
+    with caplog.at_level(logging.WARNING, logger="trl_grpo_ext.trainer.prompt_stream"):
         trainer.train()
     assert trainer.state.global_step == 8  # 2 new prompts per step, each retired after its first appearance
     assert trainer._prompt_stream.active == 0

@@ -8,8 +8,8 @@ import torch
 from trainer_helpers import make_config, train
 
 from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
-from trl_grpo_ext.advantages import compute_advantages
-from trl_grpo_ext.reward_control import control_generator, control_rewards
+from trl_grpo_ext.trainer.advantages import compute_advantages
+from trl_grpo_ext.trainer.reward_control import control_generator, control_rewards
 
 
 def batch() -> torch.Tensor:

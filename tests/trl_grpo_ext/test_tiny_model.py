@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from trl_grpo_ext.tiny_model import CHARACTERS, CHAT_TOKENS, SPECIAL_TOKENS, build_tiny_model, build_tokenizer
+from trl_grpo_ext.models.tiny_model import CHARACTERS, CHAT_TOKENS, SPECIAL_TOKENS, build_tiny_model, build_tokenizer
 
 CONVERSATION = [
     {"role": "user", "content": 'say "code": "x"'},

@@ -13,16 +13,16 @@ from trainer_helpers import digit_reward, length_parity_reward, make_config, par
 from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
 
 from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
-from trl_grpo_ext.advantages import (
+from trl_grpo_ext.models.tiny_model import build_tiny_model
+from trl_grpo_ext.trainer.advantages import (
     _ADVANTAGE_ESTIMATORS,
     compute_advantages,
     estimator_properties,
     list_advantage_estimators,
     register_advantage_estimator,
 )
-from trl_grpo_ext.config import K2_GRADIENT_ESTIMATORS
-from trl_grpo_ext.kl import list_kl_estimators
-from trl_grpo_ext.tiny_model import build_tiny_model
+from trl_grpo_ext.trainer.config import K2_GRADIENT_ESTIMATORS
+from trl_grpo_ext.trainer.kl import list_kl_estimators
 
 
 def ext_config(tmp_path, **overrides):

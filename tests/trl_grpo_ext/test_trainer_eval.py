@@ -8,7 +8,7 @@ from datasets import Dataset
 from trainer_helpers import make_config
 
 from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
-from trl_grpo_ext.datasets import arithmetic_split
+from trl_grpo_ext.data.datasets import arithmetic_split
 from trl_grpo_ext.verifiers import VerificationResult, as_reward_function, register_verifier
 
 

@@ -35,9 +35,9 @@ from transformers import Trainer
 from transformers.trainer_callback import ExportableState, TrainerState
 from trl import GRPOTrainer
 
-from trl_grpo_ext import compat
-from trl_grpo_ext.kl import kl_divergence
-from trl_grpo_ext.trainer import FORWARD_KEYS, GRPOExtTrainer
+from trl_grpo_ext.trainer import compat
+from trl_grpo_ext.trainer.kl import kl_divergence
+from trl_grpo_ext.trainer.trainer import FORWARD_KEYS, GRPOExtTrainer
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -216,8 +216,10 @@ def test_the_scan_finds_the_uses_it_is_for():
 
 
 def test_a_missing_inherited_attribute_fails_naming_where_it_is_used():
-    use = Use("trl.GRPOTrainer", "_gone_in_a_later_release", "trl_grpo_ext/trainer.py:1")
-    with pytest.raises(AssertionError, match=r"_gone_in_a_later_release \(used at trl_grpo_ext/trainer.py:1\)"):
+    use = Use("trl.GRPOTrainer", "_gone_in_a_later_release", "trl_grpo_ext/trainer/trainer.py:1")
+    with pytest.raises(
+        AssertionError, match=r"_gone_in_a_later_release \(used at trl_grpo_ext/trainer/trainer.py:1\)"
+    ):
         check_inherited([use])
 
 

@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from trl_grpo_ext.task import Task, import_verifier_modules, verifier_file_module_name
+from trl_grpo_ext.data.task import Task, import_verifier_modules, verifier_file_module_name
 from trl_grpo_ext.verifiers import get_verifier
 from trl_grpo_ext.verifiers.core.registry import _VERIFIERS
 

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from trl_grpo_ext.commands.help_text import add_task_file, describe
-from trl_grpo_ext.reward_control import REWARD_CONTROLS
+from trl_grpo_ext.trainer.reward_control import REWARD_CONTROLS
 from trl_grpo_ext.usage import UsageError
 
 
@@ -243,7 +243,7 @@ def run(args: argparse.Namespace) -> int:
     validate_task(task)
     validate_plan(runs, output_dir)
     try:
-        from trl_grpo_ext.launch import default_threads
+        from trl_grpo_ext.trainer.launch import default_threads
 
         threads = args.threads or (1 if task.builtin else default_threads())
         run_all(runs, task, output_dir, threads=threads)

@@ -235,7 +235,7 @@ def evaluate_models(args, task, common, model_names, rows, ks):
     from trl_grpo_ext.evaluation.loading import load_model_and_tokenizer
     from trl_grpo_ext.evaluation.sampling import TransformersSampler, generation_settings
     from trl_grpo_ext.evaluation.tasks import build_verifiers
-    from trl_grpo_ext.launch import default_threads
+    from trl_grpo_ext.trainer.launch import default_threads
 
     state = PartialState(cpu=not torch.cuda.is_available())
     torch.set_num_threads(args.threads or default_threads())

@@ -12,5 +12,5 @@ def describe(parser: argparse.ArgumentParser, doc: str) -> None:
 
 
 def add_task_file(parser: argparse.ArgumentParser, help_text: str) -> None:
-    """`--config FILE`, the task's YAML file (the format of `trl_grpo_ext.task.Task`)."""
+    """`--config FILE`, the task's YAML file (the format of `trl_grpo_ext.data.task.Task`)."""
     parser.add_argument("--config", metavar="FILE", help=help_text)

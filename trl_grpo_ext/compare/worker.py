@@ -15,7 +15,7 @@ from pathlib import Path
 
 from trl_grpo_ext.compare.held_out import eval_path, evaluate_base, evaluate_held_out
 from trl_grpo_ext.compare.plan import STOCK, RunSpec, peft_config_of, run_config_kwargs
-from trl_grpo_ext.task import Task, import_verifier_modules, load_task_dataset
+from trl_grpo_ext.data.task import Task, import_verifier_modules, load_task_dataset
 
 
 def build_rewards(task: Task) -> list:
@@ -35,7 +35,7 @@ def train_one(run: RunSpec, task: Task, model: str, output_dir: Path, threads: i
     from trl import GRPOConfig, GRPOTrainer
 
     from trl_grpo_ext import GRPOExtConfig, GRPOExtTrainer
-    from trl_grpo_ext.launch import end_training
+    from trl_grpo_ext.trainer.launch import end_training
 
     transformers.logging.set_verbosity_error()
     warnings.filterwarnings("ignore", module=r"(trl|transformers|accelerate|torch)(\.|$)")

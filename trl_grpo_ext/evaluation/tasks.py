@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from trl_grpo_ext.task import Task, as_prompt_dataset, import_verifier_modules, load_raw_dataset
+from trl_grpo_ext.data.task import Task, as_prompt_dataset, import_verifier_modules, load_raw_dataset
 from trl_grpo_ext.usage import UsageError
 
 from .core import EvalVerifier
@@ -29,7 +29,7 @@ def load_eval_rows(
 
     from datasets import Dataset
 
-    from trl_grpo_ext.datasets import arithmetic_split
+    from trl_grpo_ext.data.datasets import arithmetic_split
 
     if max_prompts is not None and max_prompts < 1:
         raise UsageError(f"--max_prompts {max_prompts}: must be >= 1.")

@@ -2,7 +2,7 @@
 
 Each kind of plug-in has a `Registry`; its module exposes `register_x(name)`, `get_x(name)` and `list_x()` built on it.
 Pure Python, standard library only. It lives here, in the lowest layer, because the verifiers import nothing of
-`trl_grpo_ext` outside themselves; the trainer's side reads it as `trl_grpo_ext.registry`.
+`trl_grpo_ext` outside themselves; the estimator registries, the datasets and the commands import it from here.
 """
 
 from __future__ import annotations

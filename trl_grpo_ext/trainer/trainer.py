@@ -37,18 +37,18 @@ from transformers.trainer_callback import ExportableState
 from trl import GRPOTrainer
 from trl.models.utils import disable_gradient_checkpointing
 
+from ..evaluation.core import grouped_figures
+from ..tools.metrics import TOOL_STATS
+from ..tools.training import end_sessions, log_tool_step, uses_python_tool
 from .advantages import advantage_metrics, clip_advantages, compute_advantages, estimator_properties
 from .compat import check_supported_versions, known_deprecations_silenced, replaced_attribute
 from .config import GRPOExtConfig
 from .dynamic_sampling import combined_rewards, trained_token_mask
-from .evaluation.core import grouped_figures
 from .kl import kl_divergence
 from .prompt_rounds import PromptRounds, Scored, build_prompt_stream
 from .prompt_stream import PromptStream
 from .reward_control import control_generator, control_rewards
 from .reward_overlap import RewardOverlap, can_overlap
-from .tools.metrics import TOOL_STATS
-from .tools.training import end_sessions, log_tool_step, uses_python_tool
 
 logger = logging.getLogger(__name__)
 

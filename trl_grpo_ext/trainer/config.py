@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, fields
 
 from trl import GRPOConfig
 
+from ..verifiers.core.plugins import invalid_choice
 from .advantages import (
     estimator_parameters,
     estimator_properties,
@@ -19,7 +20,6 @@ from .advantages import (
 from .field_docs import docstring_parameters
 from .kl import validate_kl_estimator
 from .prompt_stream import PROMPT_SAMPLINGS
-from .registry import invalid_choice
 from .reward_control import REWARD_CONTROLS
 
 KL_PLACEMENTS = ("loss", "reward")
@@ -86,7 +86,7 @@ def bf16_supported() -> bool:
 class GRPOExtConfig(GRPOConfig):
     r"""
     Configuration for [`GRPOExtTrainer`]: every [`trl.GRPOConfig`] field, plus the fields below (their text is each
-    field's `help`, rendered by `trl_grpo_ext.config_docs`; the same table is in docs/config.md).
+    field's `help`, rendered by `trl_grpo_ext.trainer.config_docs`; the same table is in docs/config.md).
 
     > Parameters that differ from `GRPOConfig`:
     >

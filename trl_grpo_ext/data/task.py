@@ -80,7 +80,7 @@ def load_task_dataset(task: Task, seed: int):
     """The built-in arithmetic set, or the task's dataset with a `prompt` column (a chat: the system prompt, then the
     question as the user's message) and its reference column. `dataset_name`: a folder written by `save_to_disk`,
     a folder of data files or a Hub name (`load_dataset`)."""
-    from trl_grpo_ext.datasets import arithmetic_dataset
+    from trl_grpo_ext.data.datasets import arithmetic_dataset
 
     if task.dataset_name is None:  # the built-in task never trains on its held-out problems
         return arithmetic_dataset(seed=seed, split="train")
@@ -90,7 +90,7 @@ def load_task_dataset(task: Task, seed: int):
 def load_raw_dataset(task: Task, split: str, field: str = "dataset_name", split_field: str = "dataset_train_split"):
     """The task's dataset as stored, split `split` (a `save_to_disk` folder holding one dataset has no splits), with
     its prompt and reference columns checked; UsageError naming `field` or `split_field` when it has not them."""
-    from trl_grpo_ext.datasets import check_columns, load_split
+    from trl_grpo_ext.data.datasets import check_columns, load_split
 
     dataset = load_split(task.dataset_name, task.dataset_config, split, field, split_field)
     columns = {"prompt_column": task.prompt_column, "reference_column": task.reference_column}

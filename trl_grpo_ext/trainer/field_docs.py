@@ -1,6 +1,6 @@
 """The documentation of a config dataclass's own fields, rendered from their metadata: each field's `help` (what
 `--help` and `TrlParser` print) is its one description; `GRPOExtConfig`'s docstring and docs/config.md
-(`trl_grpo_ext.config_docs`) are rendered from it."""
+(`trl_grpo_ext.trainer.config_docs`) are rendered from it."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import torch
 
-from .registry import Registry
+from ..verifiers.core.plugins import Registry
 
 _KL_ESTIMATORS = Registry("KL estimator")
 

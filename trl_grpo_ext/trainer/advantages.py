@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .registry import Registry
+from ..verifiers.core.plugins import Registry
 
 _ADVANTAGE_ESTIMATORS = Registry("advantage estimator")
 

@@ -15,8 +15,8 @@ import random
 from pathlib import Path
 from typing import Any
 
-from .registry import suggest
-from .usage import UsageError, check_dataset_path
+from ..usage import UsageError, check_dataset_path
+from ..verifiers.core.plugins import suggest
 
 ARITHMETIC_OPERATORS = ("+", "-")
 # The built-in task's splits: "held_out" is a fixed fifth of the 110 problems (drawn once with HELD_OUT_SEED), "train"
