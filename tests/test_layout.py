@@ -91,8 +91,16 @@ def imports_of(path: Path) -> list[ast.Import | ast.ImportFrom]:
 
 
 def import_graph() -> dict[str, set[str]]:
+    """A package imports what its `__init__.pyi` lists too: `lazy_loader` imports those modules on first access."""
     return {
-        name: {target for node in imports_of(path) for target in resolve(name, node)} - {name}
+        name: {
+            target
+            for source in (path, path.with_suffix(".pyi"))
+            if source.exists()
+            for node in imports_of(source)
+            for target in resolve(name, node)
+        }
+        - {name}
         for name, path in MODULES.items()
     }
 
@@ -175,45 +183,33 @@ def test_the_package_takes_only_the_wire_format_and_the_uid_clean_up_from_the_sc
 PACKAGE_INITS = sorted(name for name, path in MODULES.items() if path.name == "__init__.py")
 
 
-def is_type_checking_block(node: ast.stmt) -> bool:
-    return isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING"
-
-
-@pytest.mark.parametrize("package", PACKAGE_INITS)
-def test_a_package_init_imports_nothing_of_the_package_until_asked(package):
-    """Importing a package on the way to one of its modules loads no other module of it (but `verifiers/lazy.py`,
-    which makes its public names load on first access): each process imports only what it runs."""
-    eager = [
-        target
-        for node in ast.parse(MODULES[package].read_text()).body
-        if isinstance(node, (ast.Import, ast.ImportFrom))
-        for target in resolve(package, node)
-    ]
-    assert set(eager) <= {f"{VERIFIERS}.lazy"}, f"{package} imports {eager} when imported"
-
-
 @pytest.mark.parametrize("package", PACKAGE_INITS)
 def test_a_lazy_package_lists_what_it_exports(package):
-    """Every name of its `if TYPE_CHECKING:` block is in `__all__`, and resolves: `package.Name` and `dir(package)`."""
+    """Every name its `__init__.pyi` imports is in `__all__` and resolves (`package.Name`, `dir(package)`); a package
+    without a stub imports no names of its own modules."""
     import importlib
 
-    tree = ast.parse(MODULES[package].read_text())
-    lazy = {
-        alias.asname or alias.name
-        for node in tree.body
-        if is_type_checking_block(node)
-        for statement in node.body
-        for alias in statement.names
-    }
-    if not lazy:
+    stub = MODULES[package].with_suffix(".pyi")
+    if not stub.exists():
         return
+    lazy = {alias.asname or alias.name for statement in imports_of(stub) for alias in statement.names}
     module = importlib.import_module(package)
     assert lazy <= set(module.__all__) and lazy <= set(dir(module))
     assert set(module.__all__) - lazy <= set(vars(module)), "a name in __all__ that nothing defines"
     for name in sorted(lazy):
         assert getattr(module, name) is not None
-    with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
+    with pytest.raises(AttributeError, match="not_a_name"):
         module.not_a_name  # noqa: B018
+
+
+def test_a_stub_imports_only_its_own_package_by_name():
+    """`lazy_loader.attach_stub` reads `from .module import name` only: no alias (it would bind the name itself), no
+    other level, no bare `import`."""
+    for package in PACKAGE_INITS:
+        stub = MODULES[package].with_suffix(".pyi")
+        for statement in imports_of(stub) if stub.exists() else []:
+            assert isinstance(statement, ast.ImportFrom) and statement.level == 1 and statement.module, package
+            assert all(alias.asname is None for alias in statement.names), package
 
 
 def test_a_lazy_name_that_is_also_a_submodule_stays_the_name_after_the_submodule_is_imported():

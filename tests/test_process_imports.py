@@ -35,9 +35,8 @@ V = "trl_grpo_ext.verifiers"
 SCRIPTS = {p.stem for p in STANDALONE_DIR.glob("*.py") if p.name != "__init__.py"} | {"candidate"}
 
 MATH_WORKER_MODULES = {
-    "trl_grpo_ext",  # packages on the way, lazy (`verifiers/lazy.py`)
+    "trl_grpo_ext",  # packages on the way, lazy (`lazy_loader`)
     V,
-    f"{V}.lazy",
     f"{V}.core",
     f"{V}.core.deadline_pool_worker",  # the worker's loop
     f"{V}.core.contract",  # the verifiers' shared constants (standard library only)
@@ -52,7 +51,8 @@ MATH_WORKER_MODULES = {
         )
     ),
 }  # fmt: skip
-MATH_WORKER_LIBRARIES = {"sympy", "mpmath", "antlr4", "latex2sympy2_extended", "gmpy2"}  # gmpy2: where sympy finds it
+# gmpy2: where sympy finds it; lazy_loader: the packages on the way resolve their public names with it.
+MATH_WORKER_LIBRARIES = {"sympy", "mpmath", "antlr4", "latex2sympy2_extended", "gmpy2", "lazy_loader"}
 NEVER_IN_A_MATH_WORKER = {"torch", "trl", "transformers", "ray", "datasets"}
 
 

@@ -7,67 +7,12 @@ task a run trains on), `models/` (the tiny test model, GGUF checkpoints), `evalu
 `tools/`, `verifiers/`, and the command line (`cli.py` and `commands/`).
 
 `import trl_grpo_ext` stays light: a name loads its module (and so torch and trl) on first access, as every
-package's public names do (`verifiers/lazy.py`).
+package's public names do. Each package lists its public names in `__init__.pyi`, the imports type checkers and
+editors read, and `lazy_loader.attach_stub` (scientific-python's SPEC 1) resolves them from that stub at run time.
 """
 
-from typing import TYPE_CHECKING
-
-from .verifiers.lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from .data.chat_arithmetic import as_chat, chat_arithmetic_problems, chat_arithmetic_split
-    from .data.datasets import (
-        arithmetic_dataset,
-        arithmetic_format_warmup,
-        arithmetic_problems,
-        arithmetic_split,
-        code_dataset,
-        hub_prompt_dataset,
-    )
-    from .models.gguf_checkpoint import smollm2_path
-    from .models.tiny_model import build_tiny_model, tiny_model_path
-    from .trainer.advantages import (
-        EstimatorProperties,
-        compute_advantages,
-        get_advantage_estimator,
-        list_advantage_estimators,
-        register_advantage_estimator,
-    )
-    from .trainer.config import GRPOExtConfig
-    from .trainer.kl import get_kl_estimator, kl_divergence, list_kl_estimators, register_kl_estimator
-    from .trainer.launch import default_threads, end_training, use_portable_cpu_kernels
-    from .trainer.progress import RewardProgress
-    from .trainer.trainer import GRPOExtTrainer
+import lazy_loader
 
 __version__ = "0.1.0"
-__all__ = [
-    "EstimatorProperties",
-    "GRPOExtConfig",
-    "GRPOExtTrainer",
-    "RewardProgress",
-    "__version__",
-    "arithmetic_dataset",
-    "arithmetic_format_warmup",
-    "arithmetic_problems",
-    "arithmetic_split",
-    "as_chat",
-    "build_tiny_model",
-    "chat_arithmetic_problems",
-    "chat_arithmetic_split",
-    "code_dataset",
-    "compute_advantages",
-    "default_threads",
-    "end_training",
-    "get_advantage_estimator",
-    "get_kl_estimator",
-    "hub_prompt_dataset",
-    "kl_divergence",
-    "list_advantage_estimators",
-    "list_kl_estimators",
-    "register_advantage_estimator",
-    "register_kl_estimator",
-    "smollm2_path",
-    "tiny_model_path",
-    "use_portable_cpu_kernels",
-]
-__getattr__, __dir__ = lazy_exports(__name__, __file__)
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)
+__all__ = [*__all__, "__version__"]

@@ -42,17 +42,18 @@ def test_importing_the_verifiers_loads_neither_torch_nor_trl_nor_sympy(tmp_path)
 def test_wheel_contains_trl_grpo_ext_verifiers_and_no_top_level_verifiers(tmp_path):
     wheel = build_wheel(tmp_path)
     names = zipfile.ZipFile(wheel).namelist()
-    shipped = {n for n in names if n.startswith("trl_grpo_ext/verifiers/") and n.endswith(".py")}
+    shipped = {n for n in names if n.startswith("trl_grpo_ext/verifiers/") and n.endswith((".py", ".pyi"))}
     folder = REPO_ROOT / "verifiers"
-    expected = {f"trl_grpo_ext/verifiers/{p.relative_to(folder).as_posix()}" for p in folder.rglob("*.py")}
+    # .pyi: the stubs the lazy packages read their public names from at run time
+    expected = {f"trl_grpo_ext/verifiers/{p.relative_to(folder).as_posix()}" for p in folder.rglob("*.py*")}
     assert expected and expected <= shipped
-    assert "trl_grpo_ext/verifiers/math/verifier.py" in shipped
+    assert {"trl_grpo_ext/verifiers/math/verifier.py", "trl_grpo_ext/verifiers/__init__.pyi"} <= shipped
     # The trainer side too: every module of trl_grpo_ext/ (compare/ was once left out of the package list).
     trainer_side = {
         f"trl_grpo_ext/{p.relative_to(REPO_ROOT / 'trl_grpo_ext').as_posix()}"
-        for p in (REPO_ROOT / "trl_grpo_ext").rglob("*.py")
+        for p in (REPO_ROOT / "trl_grpo_ext").rglob("*.py*")
     }
-    assert "trl_grpo_ext/compare/report.py" in trainer_side
+    assert {"trl_grpo_ext/compare/report.py", "trl_grpo_ext/__init__.pyi"} <= trainer_side
     assert trainer_side <= set(names), sorted(trainer_side - set(names))
     assert "trl_grpo_ext/verifiers/code/standalone/judge.py" in shipped
     assert not [n for n in names if n.startswith("verifiers/")]

@@ -7,39 +7,6 @@
   the PNG curves.
 """
 
-from typing import TYPE_CHECKING
+import lazy_loader
 
-from trl_grpo_ext.verifiers.lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from trl_grpo_ext.compare.plan import (
-        STOCK,
-        RunSpec,
-        Task,
-        load_task_file,
-        parse_variant,
-        plan_group_sweep,
-        plan_runs,
-        validate_plan,
-    )
-    from trl_grpo_ext.compare.report import replot, results, summarize
-    from trl_grpo_ext.compare.run import run_all
-    from trl_grpo_ext.compare.stats import mean_ci, paired_difference
-
-__all__ = [
-    "STOCK",
-    "RunSpec",
-    "Task",
-    "load_task_file",
-    "mean_ci",
-    "paired_difference",
-    "parse_variant",
-    "plan_group_sweep",
-    "plan_runs",
-    "replot",
-    "results",
-    "run_all",
-    "summarize",
-    "validate_plan",
-]
-__getattr__, __dir__ = lazy_exports(__name__, __file__)
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

@@ -14,29 +14,6 @@ means over prompts with seeded bootstrap intervals.
 `trl-grpo-ext evaluate`, `GRPOExtConfig(eval_pass_at_k=...)` and `compare` use these.
 """
 
-from typing import TYPE_CHECKING
+import lazy_loader
 
-from trl_grpo_ext.verifiers.lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from .core import EvalVerifier, PromptResult, evaluate_prompts, score_prompt, summarize
-    from .estimators import maj_at_k, pass_at_k, vote
-    from .intervals import bootstrap_mean_ci
-    from .runner import evaluate_dataset, pass_rate_rows, summary_table, write_results
-
-__all__ = [
-    "EvalVerifier",
-    "PromptResult",
-    "bootstrap_mean_ci",
-    "evaluate_dataset",
-    "evaluate_prompts",
-    "maj_at_k",
-    "pass_at_k",
-    "pass_rate_rows",
-    "score_prompt",
-    "summarize",
-    "summary_table",
-    "vote",
-    "write_results",
-]
-__getattr__, __dir__ = lazy_exports(__name__, __file__)
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)

@@ -12,22 +12,6 @@ scripts of `verifiers/code/standalone/`, it may import the standard library only
 source, `tests/test_process_imports.py` what the running cell has imported).
 """
 
-from typing import TYPE_CHECKING
+import lazy_loader
 
-from trl_grpo_ext.verifiers.lazy import lazy_exports
-
-if TYPE_CHECKING:
-    from .config import PythonToolConfig
-    from .metrics import TOOL_STATS, ToolCounts
-    from .python_tool import PythonSession, PythonToolFailure, make_python_tool, python
-
-__all__ = [
-    "PythonSession",
-    "PythonToolConfig",
-    "PythonToolFailure",
-    "TOOL_STATS",
-    "ToolCounts",
-    "make_python_tool",
-    "python",
-]
-__getattr__, __dir__ = lazy_exports(__name__, __file__)
+__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)
