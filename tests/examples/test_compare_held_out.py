@@ -58,6 +58,23 @@ def test_held_out_table_pairs_each_problem_by_seed_with_intervals_inside_the_ran
     assert "eval_maj@1" not in payload["variants"]["stock"]  # maj@1 is pass@1 unless samples abstain: not repeated
 
 
+def test_the_training_table_leaves_the_held_out_verdict_to_the_held_out_section(tmp_path):
+    """rloo gains on one problem and loses on the other, the same on every seed: over seeds alone its mean gain is
+    significant, over seeds and problems it is not; the report gives one verdict, the two-way one."""
+    specs = [write_run(tmp_path, "stock", "stock", s, 0.5, [0.5, 0.5]) for s in range(5)]
+    specs += [write_run(tmp_path, "rloo", "ext", s, 0.5, [1.0, 0.3 + 0.01 * s]) for s in range(5)]
+    (tmp_path / "manifest.json").write_text(json.dumps({"task": vars(Task()), "runs": specs}))
+    table = replot(tmp_path)
+    assert "- `rloo`: stock: no separable difference." in table
+    training_row = next(line for line in table.splitlines() if line.startswith("| rloo | 5 | 0.5000"))
+    assert training_row.endswith("| none significant |"), training_row
+    payload = json.loads((tmp_path / "results.json").read_text())
+    seeds_only = (
+        payload["variants"]["rloo"]["eval_pass@1"]["mean"] - payload["variants"]["stock"]["eval_pass@1"]["mean"]
+    )
+    assert seeds_only == pytest.approx(0.16)  # every seed: (0.5 - 0.2 + 0.01 s) / 2 > 0
+
+
 def test_eval_k_beyond_the_samples_stops_the_command(tmp_path, capsys):
     args = ["compare", "--eval_samples", "4", "--eval_k", "1,8", "--output_dir", str(tmp_path / "out")]
     assert main(args) == 2
