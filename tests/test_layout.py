@@ -194,7 +194,7 @@ def test_a_lazy_package_lists_what_it_exports(package):
         return
     lazy = {alias.asname or alias.name for statement in imports_of(stub) for alias in statement.names}
     module = importlib.import_module(package)
-    assert lazy <= set(module.__all__) and lazy <= set(dir(module))
+    assert lazy <= set(module.__all__) and set(module.__all__) <= set(dir(module))
     assert set(module.__all__) - lazy <= set(vars(module)), "a name in __all__ that nothing defines"
     for name in sorted(lazy):
         assert getattr(module, name) is not None

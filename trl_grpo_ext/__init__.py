@@ -14,5 +14,9 @@ editors read, and `lazy_loader.attach_stub` (scientific-python's SPEC 1) resolve
 import lazy_loader
 
 __version__ = "0.1.0"
-__getattr__, __dir__, __all__ = lazy_loader.attach_stub(__name__, __file__)
+__getattr__, _, __all__ = lazy_loader.attach_stub(__name__, __file__)
 __all__ = [*__all__, "__version__"]
+
+
+def __dir__() -> list[str]:
+    return __all__.copy()
