@@ -39,19 +39,24 @@ def test_importing_the_verifiers_loads_neither_torch_nor_trl_nor_sympy(tmp_path)
     assert _run_python(code, tmp_path) == "[]"
 
 
+def sources(folder: Path) -> list[Path]:
+    """The modules and stubs under `folder` (not the bytecode caches a test run leaves there)."""
+    return [p for p in folder.rglob("*") if p.suffix in (".py", ".pyi") and "__pycache__" not in p.parts]
+
+
 def test_wheel_contains_trl_grpo_ext_verifiers_and_no_top_level_verifiers(tmp_path):
     wheel = build_wheel(tmp_path)
     names = zipfile.ZipFile(wheel).namelist()
     shipped = {n for n in names if n.startswith("trl_grpo_ext/verifiers/") and n.endswith((".py", ".pyi"))}
     folder = REPO_ROOT / "verifiers"
     # .pyi: the stubs the lazy packages read their public names from at run time
-    expected = {f"trl_grpo_ext/verifiers/{p.relative_to(folder).as_posix()}" for p in folder.rglob("*.py*")}
+    expected = {f"trl_grpo_ext/verifiers/{p.relative_to(folder).as_posix()}" for p in sources(folder)}
     assert expected and expected <= shipped
     assert {"trl_grpo_ext/verifiers/math/verifier.py", "trl_grpo_ext/verifiers/__init__.pyi"} <= shipped
     # The trainer side too: every module of trl_grpo_ext/ (compare/ was once left out of the package list).
     trainer_side = {
         f"trl_grpo_ext/{p.relative_to(REPO_ROOT / 'trl_grpo_ext').as_posix()}"
-        for p in (REPO_ROOT / "trl_grpo_ext").rglob("*.py*")
+        for p in sources(REPO_ROOT / "trl_grpo_ext")
     }
     assert {"trl_grpo_ext/compare/report.py", "trl_grpo_ext/__init__.pyi"} <= trainer_side
     assert trainer_side <= set(names), sorted(trainer_side - set(names))

@@ -77,12 +77,14 @@ def test_a_vfork_whose_child_exits_at_once_is_correct(verifier):
     assert (verifier.verify(f"```cpp\n{program}```", ADD_ROW).score) == 1.0
 
 
-# 20,000 multiples of 2**61 - 1: all hash to 0, so the test's own set() compares each with all before it.
-COLLIDING = "def values():\n    return [i * (2**61 - 1) for i in range(1, 20001)]\n"
+# 40,000 multiples of 2**61 - 1: all hash to 0, so the test's own set() compares each with all before it: about 18 s of
+# CPU on the development machine, six times what the judge may spend before it is charged (half as many take about
+# 5 s: close enough to the line that the judge may finish first, and `correct` is then the right answer).
+COLLIDING = "def values():\n    return [i * (2**61 - 1) for i in range(1, 40001)]\n"
 
 
 def test_the_judges_work_on_a_candidates_value_is_charged_to_it(verifier):
-    result, took = timed(verifier.verify, COLLIDING, "assert len(set(values())) == 20000\n")
+    result, took = timed(verifier.verify, COLLIDING, "assert len(set(values())) == 40000\n")
     if result.score is None and "the machine's CPUs were" in result.reason:
         # The judge needs 3 s of CPU in the 30 s before the backstop; a machine that did not give it that much was
         # measured saturated, and the rule's answer is then None (the clock's arithmetic is checked below).
@@ -116,7 +118,7 @@ def test_the_judges_cpu_beyond_twice_the_budget_is_the_candidates(monkeypatch):
 
 def test_the_same_values_with_distinct_hashes_pass(verifier):
     distinct = COLLIDING.replace("i * (2**61 - 1)", "i * 7")
-    assert verifier.verify(distinct, "assert len(set(values())) == 20000\n").score == 1.0
+    assert verifier.verify(distinct, "assert len(set(values())) == 40000\n").score == 1.0
 
 
 class FakeGroup:
