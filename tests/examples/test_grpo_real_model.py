@@ -76,6 +76,7 @@ def test_pipeline_runs_end_to_end_on_the_tiny_model(tiny_model_dir, tmp_path):
     result = json.loads((out / "results.json").read_text())
     assert result["before"]["n_prompts"] == 4 and result["selection"] == {**result["selection"], "pool": 8, "kept": 8}
     assert [run["seed"] for run in result["runs"]] == [0, 1]
+    assert [run["bf16"] for run in result["runs"]] == [False, False]  # float32 by default: the trainer's own setting
     for run in result["runs"]:
         assert run["steps"] == 2 and len(run["log"]) == 2
         assert -1.0 <= run["gain_pass@1"]["mean"] <= 1.0
@@ -90,11 +91,15 @@ def test_lora_training_merges_into_a_model_that_evaluates(tiny_model_dir, tmp_pa
     completed = run_script(
         "--model", tiny_model_dir, "--lora", "--max_steps", "1", "--pool", "4", "--filter_samples", "2",
         "--keep_pass_rate", "0,1", "--eval_samples", "2", "--held_out_limit", "2", "--max_completion_length", "2",
-        "--output_dir", str(out), "--threads", "1", timeout=300,
+        "--output_dir", str(out), "--threads", "1", "--save_model", "--bf16", timeout=300,
     )  # fmt: skip
     assert completed.returncode == 0, completed.stderr[-3000:]
     result = json.loads((out / "results.json").read_text())
     assert result["args"]["learning_rate"] == 2e-4 and result["runs"][0]["steps"] == 1
+    assert result["runs"][0]["bf16"] is True
+    saved = out / "seed0" / "model"  # the merged model: a plain folder that evaluate and from_pretrained read
+    assert (saved / "config.json").exists() and not (saved / "adapter_config.json").exists()
+    assert (saved / "tokenizer_config.json").exists()
 
 
 def test_write_task_gives_a_task_file_that_compare_and_evaluate_read(tiny_model_dir, tmp_path):
