@@ -172,8 +172,9 @@ def train_one(model_path: str, tokenizer, train_rows: list[dict], before: list, 
     model = trainer.model.merge_and_unload() if args.lora else trainer.model
     trainer.reward_funcs[0].verifier.close()
     if args.save_model:
-        model.save_pretrained(Path(args.output_dir) / f"seed{seed}" / "model")
-        tokenizer.save_pretrained(Path(args.output_dir) / f"seed{seed}" / "model")
+        saved = Path(trainer.args.output_dir) / "model"  # the trainer's folder is OUTPUT_DIR/seed<N>
+        model.save_pretrained(saved)
+        tokenizer.save_pretrained(saved)
     after, summary = evaluate(model, tokenizer, held_out_rows(args), args, args.eval_samples, eval_ks(args))
     window = min(5, len(history))
     first, last = (sum(h["reward"] for h in part) / window for part in (history[:window], history[-window:]))
