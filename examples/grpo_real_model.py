@@ -55,7 +55,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--held_out_limit", type=int, default=None, help="Evaluate a seeded subset of this many held-out problems."
     )
     parser.add_argument("--model", default=None, help="Model folder or Hub name (default: SmolLM2-135M-Instruct).")
-    parser.add_argument("--lora", action="store_true", help="Train LoRA adapters (rank 16) instead of every weight.")
+    parser.add_argument(
+        "--lora", action="store_true",
+        help="Train LoRA adapters (rank 16) instead of every weight: learnt as much, x1.1 the steps a second on a CPU.",
+    )  # fmt: skip
     parser.add_argument(
         "--bf16", action="store_true",
         help="bfloat16 autocast: x1.4 - x1.5 the steps a second; not shown to learn as well (docs/real_model.md).",
