@@ -72,7 +72,7 @@ class CandidateClock:
         self.judge_pid: int | None = None  # its threads count as busy; None: the judge has not said yet (busy)
         self.samples = 0  # looks at the clock so far (the benchmark's breakdown reports them)
         self.calls = 0  # the judge's requests so far, as it reported them: their transport is credited
-        self.judge_cpu_at_start: float | None = None  # the judge child's CPU time when it gave its pid
+        self.judge_cpu_at_start: float | None = None  # the judge child's CPU time when first read
         self.judge_cpu_s = 0.0
         self.machine: MachineReading | None = None  # taken once the candidate has run `budget_s` of wall-clock time
         self.saturation: str | None = None  # at a stall: how the machine was measured saturated
@@ -117,19 +117,13 @@ class CandidateClock:
             return "stalled" if self.saturation is not None else "timeout"
         return None
 
-    def judge_started(self, pid: int) -> None:
-        """The judge child's first word, its pid: its CPU time from here on is measured (what it did before, reading
-        the job, is the sandbox's own work)."""
-        self.judge_pid = pid
-        self.judge_cpu_at_start = _process_cpu_s(pid)
-
     def judge_excess_s(self) -> float:
         """The judge child's CPU time on this job beyond `JUDGE_FREE_FACTOR` x `budget_s`: its work on the
         candidate's values."""
         if not self.judged or self.judge_pid is None:
             return 0.0
         if (used := _process_cpu_s(self.judge_pid)) is not None:
-            if self.judge_cpu_at_start is None:  # unreadable when the judge gave its pid
+            if self.judge_cpu_at_start is None:
                 self.judge_cpu_at_start = used
             self.judge_cpu_s = used - self.judge_cpu_at_start
         return max(0.0, self.judge_cpu_s - JUDGE_FREE_FACTOR * self.budget_s)

@@ -179,7 +179,7 @@ def _await_verdict(job: socket.socket, reader: LineReader, clock: CandidateClock
         if select.select([job], [], [], max(0.0, look - time.monotonic()))[0]:
             message = _read_message(reader)
             if type(message.get("judge_pid")) is int:  # the judge child's first word: its threads keep the clock
-                clock.judge_started(message["judge_pid"])
+                clock.judge_pid = message["judge_pid"]
             elif "calls" in message:  # the requests the judge has made so far: their transport is not charged
                 clock.count_calls(message["calls"])
             else:
